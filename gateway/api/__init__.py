@@ -1,0 +1,1 @@
+"""The HTTP API (FastAPI): HumanLayer's routes under /humanlayer/v1 plus extensions."""

@@ -1,0 +1,62 @@
+"""Every error leaves as JSON: the SDK reads the body before checking the status."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from sqlalchemy.exc import InterfaceError, OperationalError
+
+from gateway.errors import GatewayError, InvalidInput, Unauthorized
+
+log = logging.getLogger(__name__)
+
+
+def _validation_detail(error: RequestValidationError) -> list[dict[str, object]]:
+    # Drop "input": it may hold a bot token or megabytes of state.
+    return [
+        {key: value for key, value in item.items() if key in ("type", "loc", "msg", "ctx")}
+        for item in error.errors()
+    ]
+
+
+async def on_validation(_request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, RequestValidationError)
+    detail = _validation_detail(error)
+    for item in detail:
+        if "ctx" in item and isinstance(item["ctx"], dict):
+            item["ctx"] = {key: str(value) for key, value in item["ctx"].items()}
+    return JSONResponse({"detail": detail}, status_code=422)
+
+
+async def on_gateway_error(_request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, GatewayError)
+    if isinstance(error, InvalidInput):
+        detail = [{"type": "value_error", "loc": ["body"], "msg": str(error)}]
+        return JSONResponse({"detail": detail}, status_code=422)
+    headers = {"WWW-Authenticate": "Bearer"} if isinstance(error, Unauthorized) else None
+    return JSONResponse({"detail": str(error)}, status_code=error.status_code, headers=headers)
+
+
+async def on_database_busy(_request: Request, error: Exception) -> JSONResponse:
+    log.warning("database unavailable: %s", type(error).__name__)
+    return JSONResponse(
+        {"detail": "the database is busy or unreachable; retry shortly"},
+        status_code=503,
+        headers={"Retry-After": "1"},
+    )
+
+
+async def on_unexpected(_request: Request, error: Exception) -> JSONResponse:
+    log.exception("unhandled error", exc_info=error)
+    return JSONResponse({"detail": "internal error; see the gateway log"}, status_code=500)
+
+
+def install(app: FastAPI) -> None:
+    app.add_exception_handler(RequestValidationError, on_validation)
+    app.add_exception_handler(GatewayError, on_gateway_error)
+    app.add_exception_handler(OperationalError, on_database_busy)
+    app.add_exception_handler(InterfaceError, on_database_busy)
+    app.add_exception_handler(Exception, on_unexpected)

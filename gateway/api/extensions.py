@@ -1,0 +1,74 @@
+"""Gateway extensions beyond HumanLayer's API: audit trail and outbox jobs."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query
+
+from gateway.api.auth import CallerDep, CoreDep
+from gateway.errors import NotFound
+from gateway.store import as_utc
+from gateway.store import outbox as outbox_store
+from gateway.store import requests as request_store
+from gateway.wire import iso
+
+router = APIRouter()
+JobStatus = Literal["pending", "running", "done", "dead"]
+
+
+@router.get("/calls/{call_id}/events", tags=["audit"])
+async def call_events(call_id: str, core: CoreDep, caller: CallerDep) -> dict[str, Any]:
+    """The audit trail and deliveries of one request (function call or human contact)."""
+    async with core.db.read() as conn:
+        row = await request_store.get_by_call_id(conn, caller.project_id, call_id)
+        if row is None:
+            raise NotFound(f"no request with call_id {call_id!r} in this project")
+        events = await request_store.list_events(conn, row.rid)
+        deliveries = await request_store.list_deliveries(conn, [row.rid])
+    return {
+        "call_id": call_id,
+        "events": [
+            {"type": e.type, "at": iso(e.at), "detail": json.loads(e.detail_json)} for e in events
+        ],
+        "deliveries": [
+            {
+                "id": d.id,
+                "channel": d.channel,
+                "status": d.status,
+                "target": json.loads(d.target_json),
+                "error": d.error,
+                "updated_at": iso(d.updated_at),
+            }
+            for d in deliveries
+        ],
+    }
+
+
+@router.get("/jobs", tags=["outbox"])
+async def jobs(
+    core: CoreDep,
+    caller: CallerDep,
+    status: JobStatus | None = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> dict[str, Any]:
+    """Outbox jobs of this project; `status=dead` lists what gave up after its last attempt."""
+    async with core.db.read() as conn:
+        rows = await outbox_store.list_jobs(
+            conn, project_id=caller.project_id, status=status, limit=limit
+        )
+    return {
+        "items": [
+            {
+                "id": job.id,
+                "kind": job.kind,
+                "status": job.status,
+                "attempts": job.attempts,
+                "max_attempts": job.max_attempts,
+                "run_at": as_utc(job.run_at).isoformat(),
+                "last_error": job.last_error,
+            }
+            for job in rows
+        ]
+    }

@@ -1,0 +1,157 @@
+"""HumanLayer-compatible routes (paths relative to /humanlayer/v1)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+
+from gateway import __version__, decisions, intake
+from gateway.api.auth import CallerDep, CoreDep
+from gateway.api.body import StrictJSONRoute
+from gateway.lifecycle import Kind, Status
+from gateway.models import (
+    Escalation,
+    FunctionCallIn,
+    FunctionCallStatusIn,
+    HumanContactIn,
+    HumanContactStatusIn,
+)
+
+router = APIRouter(route_class=StrictJSONRoute)
+
+Wait = Annotated[
+    float | None,
+    Query(gt=0, le=60, description="Long-poll: answer when decided, or after this many seconds"),
+]
+Limit = Annotated[int, Query(ge=1, le=1000)]
+Offset = Annotated[int, Query(ge=0)]
+Wire = dict[str, Any]
+
+
+@router.post("/function_calls", tags=["function calls"])
+async def create_function_call(body: FunctionCallIn, core: CoreDep, caller: CallerDep) -> Wire:
+    return await intake.create(core, caller, Kind.FUNCTION_CALL, body)
+
+
+@router.get("/function_calls", tags=["function calls"])
+async def list_function_calls(
+    core: CoreDep,
+    caller: CallerDep,
+    status: Status | None = None,
+    run_id: str | None = None,
+    limit: Limit = 100,
+    offset: Offset = 0,
+) -> Wire:
+    return await intake.listing(
+        core, caller, Kind.FUNCTION_CALL, status=status, run_id=run_id, limit=limit, offset=offset
+    )
+
+
+@router.get("/function_calls/{call_id}", tags=["function calls"])
+async def get_function_call(
+    call_id: str, core: CoreDep, caller: CallerDep, wait: Wait = None
+) -> Wire:
+    return await intake.get(core, caller, Kind.FUNCTION_CALL, call_id, wait=wait)
+
+
+@router.post("/agent/function_calls/{call_id}/respond", tags=["function calls"])
+async def respond_function_call(
+    call_id: str, body: FunctionCallStatusIn, core: CoreDep, caller: CallerDep
+) -> Wire:
+    return await decisions.respond_function_call(core, caller, call_id, body)
+
+
+@router.post("/agent/function_calls/{call_id}/escalate_email", tags=["function calls"])
+async def escalate_function_call(
+    call_id: str, body: Escalation, core: CoreDep, caller: CallerDep
+) -> Wire:
+    return await decisions.escalate(core, caller, Kind.FUNCTION_CALL, call_id, body)
+
+
+@router.get("/agent/function_calls/pending", tags=["function calls"])
+async def pending_function_calls(
+    core: CoreDep, caller: CallerDep, limit: Limit = 100, offset: Offset = 0
+) -> Wire:
+    return await intake.listing(
+        core, caller, Kind.FUNCTION_CALL, status="pending", run_id=None, limit=limit, offset=offset
+    )
+
+
+@router.post("/contact_requests", tags=["human contacts"])
+@router.post("/human_contacts", tags=["human contacts"])
+async def create_human_contact(body: HumanContactIn, core: CoreDep, caller: CallerDep) -> Wire:
+    return await intake.create(core, caller, Kind.HUMAN_CONTACT, body)
+
+
+@router.get("/contact_requests", tags=["human contacts"])
+@router.get("/human_contacts", tags=["human contacts"])
+async def list_human_contacts(
+    core: CoreDep,
+    caller: CallerDep,
+    status: Status | None = None,
+    run_id: str | None = None,
+    limit: Limit = 100,
+    offset: Offset = 0,
+) -> Wire:
+    return await intake.listing(
+        core, caller, Kind.HUMAN_CONTACT, status=status, run_id=run_id, limit=limit, offset=offset
+    )
+
+
+@router.get("/contact_requests/{call_id}", tags=["human contacts"])
+@router.get("/human_contacts/{call_id}", tags=["human contacts"])
+async def get_human_contact(
+    call_id: str, core: CoreDep, caller: CallerDep, wait: Wait = None
+) -> Wire:
+    return await intake.get(core, caller, Kind.HUMAN_CONTACT, call_id, wait=wait)
+
+
+@router.post("/agent/human_contacts/{call_id}/respond", tags=["human contacts"])
+async def respond_human_contact(
+    call_id: str, body: HumanContactStatusIn, core: CoreDep, caller: CallerDep
+) -> Wire:
+    return await decisions.respond_human_contact(core, caller, call_id, body)
+
+
+@router.post("/agent/human_contacts/{call_id}/escalate_email", tags=["human contacts"])
+async def escalate_human_contact(
+    call_id: str, body: Escalation, core: CoreDep, caller: CallerDep
+) -> Wire:
+    return await decisions.escalate(core, caller, Kind.HUMAN_CONTACT, call_id, body)
+
+
+@router.get("/agent/human_contacts/pending", tags=["human contacts"])
+async def pending_human_contacts(
+    core: CoreDep, caller: CallerDep, limit: Limit = 100, offset: Offset = 0
+) -> Wire:
+    return await intake.listing(
+        core, caller, Kind.HUMAN_CONTACT, status="pending", run_id=None, limit=limit, offset=offset
+    )
+
+
+@router.get("/project", tags=["project"])
+async def get_project(caller: CallerDep) -> Wire:
+    name = caller.project.name
+    return {
+        "name": name,
+        "slug": name,
+        "organization": "self-hosted",
+        "project_slug": name,
+        "org_slug": "self-hosted",
+    }
+
+
+health = APIRouter()
+
+
+@health.get("/healthz", tags=["health"])
+async def healthz(core: CoreDep) -> Wire:
+    async with core.db.read() as conn:
+        await conn.exec_driver_sql("SELECT 1")
+    return {"status": "ok"}
+
+
+@health.get("/version", tags=["health"])
+async def version() -> Wire:
+    return {"version": __version__}

@@ -1,0 +1,84 @@
+"""The composition root: the only module that wires channels, store and API together."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import httpx
+from fastapi import FastAPI
+
+from channels import REGISTRY
+from gateway import __version__
+from gateway.api import errors, extensions, routes
+from gateway.api.body import BodyLimit
+from gateway.core import Core
+from gateway.crypto import SecretBox
+from gateway.dispatch import Dispatcher
+from gateway.routing import load_config
+from gateway.settings import Settings
+from gateway.store import Database, migrate
+from gateway.store.engine import DECIDED_CHANNEL, OUTBOX_CHANNEL
+
+log = logging.getLogger(__name__)
+
+
+def build_core(settings: Settings) -> Core:
+    return Core(
+        settings=settings,
+        db=Database(settings.database_url),
+        config=load_config(settings.config),
+        box=SecretBox(settings.secret_key_value()),
+        channels={name: factory() for name, factory in REGISTRY.items()},
+    )
+
+
+def _on_notify(core: Core, channel: str, payload: str) -> None:
+    if channel == DECIDED_CHANNEL:
+        core.waiters.wake(payload)
+    elif channel == OUTBOX_CHANNEL:
+        core.outbox_wakeup.set()
+
+
+@asynccontextmanager
+async def running(core: Core) -> AsyncIterator[Dispatcher]:
+    """Start what the gateway runs beside the API; stop it all on exit."""
+    await migrate.upgrade(core.db)
+    from gateway.bootstrap import sync_config_webhooks
+
+    await sync_config_webhooks(core)
+    await core.db.listen(lambda channel, payload: _on_notify(core, channel, payload))
+    for channel in core.channels.values():
+        await channel.start()
+    async with httpx.AsyncClient() as http:
+        dispatcher = Dispatcher(core, http)
+        worker = asyncio.create_task(dispatcher.run(), name="outbox")
+        try:
+            yield dispatcher
+        finally:
+            dispatcher.stop()
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait_for(worker, timeout=10)
+            for channel in core.channels.values():
+                await channel.aclose()
+            await core.db.aclose()
+
+
+def create_app(core: Core) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        async with running(core):
+            yield
+
+    app = FastAPI(title="hitl-gateway", version=__version__, lifespan=lifespan)
+    app.state.core = core
+    app.include_router(routes.router, prefix="/humanlayer/v1")
+    app.include_router(routes.health)
+    app.include_router(routes.health, prefix="/humanlayer/v1")
+    app.include_router(extensions.router, prefix="/gateway/v1")
+    errors.install(app)
+    app.add_middleware(BodyLimit, limit=core.settings.max_body_bytes)
+    return app

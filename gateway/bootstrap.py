@@ -1,0 +1,82 @@
+"""First-start set-up, API keys and webhook endpoints from the config file."""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+
+from gateway.core import Core
+from gateway.crypto import hash_api_key, new_api_key
+from gateway.errors import InvalidInput
+from gateway.store import projects as project_store
+from gateway.webhooks import add_endpoint
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PROJECT = "default"
+
+
+@dataclass(frozen=True)
+class NewKey:
+    key: str
+    project: str
+    id: int
+
+
+async def create_key(
+    core: Core,
+    *,
+    project: str = DEFAULT_PROJECT,
+    name: str = "default",
+    target: str | None = None,
+) -> NewKey:
+    """Create a key (and its project if new). Only a hash is stored: show the key once."""
+    if target is not None:
+        core.config.expand(target, via="--target")
+    key = new_api_key()
+    async with core.db.write() as conn:
+        row = await project_store.ensure_project(conn, project)
+        assert row.id is not None
+        key_id = await project_store.insert_key(
+            conn,
+            project_id=row.id,
+            name=name,
+            key_hash=hash_api_key(key),
+            prefix=key[:12],
+            target=target,
+        )
+    return NewKey(key=key, project=project, id=key_id)
+
+
+async def first_start(core: Core) -> NewKey | None:
+    """On an empty database, create the `default` project and its first key."""
+    async with core.db.read() as conn:
+        if await project_store.count_keys(conn):
+            return None
+    return await create_key(core, project=DEFAULT_PROJECT, name="first key")
+
+
+async def sync_config_webhooks(core: Core) -> None:
+    """Register the config file's webhook endpoints, with secrets from the environment."""
+    for hook in core.config.webhooks:
+        secret = os.environ.get(hook.secret_env)
+        if not secret:
+            log.error(
+                "webhook %s: environment variable %s is not set; skipped", hook.url, hook.secret_env
+            )
+            continue
+        async with core.db.write() as conn:
+            project = await project_store.ensure_project(conn, hook.project)
+        assert project.id is not None
+        try:
+            await add_endpoint(
+                core,
+                project_id=project.id,
+                url=hook.url,
+                events=hook.events,
+                source="config",
+                secret=secret,
+            )
+        except InvalidInput as error:
+            log.error("webhook %s from the config file refused: %s", hook.url, error)

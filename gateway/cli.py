@@ -1,0 +1,283 @@
+"""`gateway` (also `python -m gateway`): serve, keys, webhooks, decisions, checks."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import getpass
+import json
+import logging
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from gateway import bootstrap, decisions
+from gateway.app import build_core, create_app
+from gateway.core import Core
+from gateway.errors import GatewayError, NotFound
+from gateway.lifecycle import Event, Kind
+from gateway.models import FunctionCallStatusIn, HumanContactStatusIn
+from gateway.settings import Settings
+from gateway.store import migrate
+from gateway.store import outbox as outbox_store
+from gateway.store import projects as project_store
+from gateway.store import requests as request_store
+from gateway.store.tables import Request
+
+Command = Callable[[Core, argparse.Namespace], Awaitable[int]]
+
+
+def _with_core(command: Command) -> Callable[[Settings, argparse.Namespace], int]:
+    def run(settings: Settings, args: argparse.Namespace) -> int:
+        async def main() -> int:
+            core = build_core(settings)
+            try:
+                await migrate.upgrade(core.db)
+                return await command(core, args)
+            finally:
+                await core.db.aclose()
+
+        return asyncio.run(main())
+
+    return run
+
+
+def serve(settings: Settings, args: argparse.Namespace) -> int:
+    import uvicorn
+
+    host = args.host or settings.host
+    port = args.port if args.port is not None else settings.port
+    new_key = _with_core(_first_start)(settings, args)
+    del new_key
+    print(f"hitl-gateway listening on http://{host}:{port}", flush=True)
+    uvicorn.run(
+        create_app(build_core(settings)), host=host, port=port, log_level=settings.log_level.lower()
+    )
+    return 0
+
+
+async def _first_start(core: Core, args: argparse.Namespace) -> int:
+    created = await bootstrap.first_start(core)
+    if created is not None:
+        host = args.host or core.settings.host
+        port = args.port if args.port is not None else core.settings.port
+        print("First start: created project 'default' and an API key (shown only once).")
+        print("Give your agent these two lines:\n")
+        print(f"  export HUMANLAYER_API_BASE=http://{host}:{port}/humanlayer/v1")
+        print(f"  export HUMANLAYER_API_KEY={created.key}\n", flush=True)
+    return 0
+
+
+async def keys_create(core: Core, args: argparse.Namespace) -> int:
+    new = await bootstrap.create_key(core, project=args.project, name=args.name, target=args.target)
+    print(f"created key {new.id} for project {new.project!r}; it is shown only once:")
+    print(new.key)
+    return 0
+
+
+async def keys_list(core: Core, _args: argparse.Namespace) -> int:
+    async with core.db.read() as conn:
+        for key, project in await project_store.list_keys(conn):
+            state = "revoked" if key.revoked_at else "active"
+            print(f"{key.id}\t{key.prefix}…\t{project}\t{key.name}\t{key.target or '-'}\t{state}")
+    return 0
+
+
+async def keys_revoke(core: Core, args: argparse.Namespace) -> int:
+    async with core.db.write() as conn:
+        count = await project_store.revoke_key(conn, args.key)
+    print(f"revoked {count} key(s)")
+    return 0 if count else 1
+
+
+async def _project_id(core: Core, name: str, *, create: bool = False) -> int:
+    async with core.db.write() as conn:
+        project = (
+            await project_store.ensure_project(conn, name)
+            if create
+            else await project_store.get_project(conn, name)
+        )
+    if project is None or project.id is None:
+        raise NotFound(f"no project named {name!r}")
+    return project.id
+
+
+async def webhooks_add(core: Core, args: argparse.Namespace) -> int:
+    from gateway.webhooks import add_endpoint
+
+    project_id = await _project_id(core, args.project, create=True)
+    events = [e.strip() for e in args.events.split(",")] if args.events else None
+    endpoint_id, secret = await add_endpoint(
+        core, project_id=project_id, url=args.url, events=events
+    )
+    print(f"webhook {endpoint_id} → {args.url}; its signing secret (shown only once):")
+    print(secret)
+    return 0
+
+
+async def webhooks_list(core: Core, _args: argparse.Namespace) -> int:
+    async with core.db.read() as conn:
+        for hook in await project_store.list_webhooks(conn):
+            state = "enabled" if hook.enabled else f"disabled ({hook.disabled_reason})"
+            events = ",".join(json.loads(hook.events_json)) or "all"
+            print(f"{hook.id}\t{hook.url}\t{events}\t{hook.source}\t{state}")
+    return 0
+
+
+async def webhooks_test(core: Core, args: argparse.Namespace) -> int:
+    from gateway.webhook_test import send_test_event
+
+    results = await send_test_event(core, endpoint_id=args.id)
+    for line in results:
+        print(line)
+    return 0 if results and all("→ 2" in line for line in results) else 1
+
+
+async def _request(core: Core, args: argparse.Namespace) -> Request:
+    project_id = await _project_id(core, args.project)
+    async with core.db.read() as conn:
+        row = await request_store.get_by_call_id(conn, project_id, args.call_id)
+    if row is None:
+        raise NotFound(f"no request with call_id {args.call_id!r} in project {args.project!r}")
+    return row
+
+
+def _cli_user() -> dict[str, Any]:
+    return {"channel": "cli", "name": getpass.getuser()}
+
+
+async def decide(core: Core, args: argparse.Namespace) -> int:
+    row = await _request(core, args)
+    if args.verb == "respond":
+        if row.kind != Kind.HUMAN_CONTACT:
+            raise GatewayError(f"{args.call_id!r} is a function call: use approve or reject")
+        body = HumanContactStatusIn(response=args.text)
+        decision = decisions.human_contact_decision(row, body, _cli_user())
+    else:
+        if row.kind != Kind.FUNCTION_CALL:
+            raise GatewayError(f"{args.call_id!r} is a human contact: use respond")
+        approved = args.verb == "approve"
+        status = FunctionCallStatusIn(
+            approved=approved,
+            comment=args.comment,
+            reject_option_name=getattr(args, "option", None),
+        )
+        decision = decisions.function_call_decision(row, status, _cli_user())
+    updated = await decisions.decide(core, row, decision)
+    verb = {Event.APPROVE: "approved", Event.REJECT: "rejected", Event.RESPOND: "answered"}
+    print(f"{updated.call_id}: {verb.get(decision.event, updated.status)}")
+    return 0
+
+
+async def pending(core: Core, args: argparse.Namespace) -> int:
+    project_id = await _project_id(core, args.project)
+    async with core.db.read() as conn:
+        for kind in Kind:
+            rows, _total = await request_store.list_requests(
+                conn, project_id, kind.value, status="pending", run_id=None, limit=1000, offset=0
+            )
+            for row in rows:
+                what = row.fn or json.loads(row.spec_json).get("msg", "")[:60]
+                print(f"{row.call_id}\t{kind.value}\t{row.run_id}\t{what}\t{row.requested_at}")
+    return 0
+
+
+async def jobs(core: Core, args: argparse.Namespace) -> int:
+    async with core.db.read() as conn:
+        for job in await outbox_store.list_jobs(conn, project_id=None, status=args.status):
+            print(
+                f"{job.id}\t{job.kind}\t{job.status}\t{job.attempts}/{job.max_attempts}\t"
+                f"{job.rid or '-'}\t{job.last_error or ''}"
+            )
+    return 0
+
+
+async def db_upgrade(_core: Core, _args: argparse.Namespace) -> int:
+    print("database is at the latest schema")
+    return 0
+
+
+def check(settings: Settings, _args: argparse.Namespace) -> int:
+    from gateway.checks import run_checks
+
+    return asyncio.run(run_checks(settings))
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gateway", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    p = commands.add_parser("serve", help="run the gateway (applies migrations first)")
+    p.add_argument("--host")
+    p.add_argument("--port", type=int)
+    p.set_defaults(run=serve)
+
+    keys = commands.add_parser("keys", help="API keys").add_subparsers(dest="action", required=True)
+    p = keys.add_parser("create", help="create a key; prints it on the last line")
+    p.add_argument("--project", default=bootstrap.DEFAULT_PROJECT)
+    p.add_argument("--name", default="cli")
+    p.add_argument("--target", help="default route for this key: team:NAME, person:NAME, web")
+    p.set_defaults(run=_with_core(keys_create))
+    keys.add_parser("list").set_defaults(run=_with_core(keys_list))
+    p = keys.add_parser("revoke")
+    p.add_argument("key", help="the key's id or prefix")
+    p.set_defaults(run=_with_core(keys_revoke))
+
+    hooks = commands.add_parser("webhooks", help="webhook endpoints").add_subparsers(
+        dest="action", required=True
+    )
+    p = hooks.add_parser("add", help="add an endpoint; prints its whsec_ secret last")
+    p.add_argument("url")
+    p.add_argument("--project", default=bootstrap.DEFAULT_PROJECT)
+    p.add_argument("--events", help="comma-separated; default: all")
+    p.set_defaults(run=_with_core(webhooks_add))
+    hooks.add_parser("list").set_defaults(run=_with_core(webhooks_list))
+    p = hooks.add_parser("test", help="send an is_test event to one or every endpoint")
+    p.add_argument("id", nargs="?", type=int)
+    p.set_defaults(run=_with_core(webhooks_test))
+
+    for verb, help_ in (
+        ("approve", "approve a function call"),
+        ("reject", "reject a function call"),
+        ("respond", "answer a human contact"),
+    ):
+        p = commands.add_parser(verb, help=help_)
+        p.add_argument("call_id")
+        if verb == "respond":
+            p.add_argument("text")
+        else:
+            p.add_argument("--comment", required=verb == "reject")
+        if verb == "reject":
+            p.add_argument("--option", help="a reject option's name")
+        p.add_argument("--project", default=bootstrap.DEFAULT_PROJECT)
+        p.set_defaults(run=_with_core(decide), verb=verb)
+
+    p = commands.add_parser("pending", help="list pending requests")
+    p.add_argument("--project", default=bootstrap.DEFAULT_PROJECT)
+    p.set_defaults(run=_with_core(pending))
+    p = commands.add_parser("jobs", help="list outbox jobs (dead ones gave up)")
+    p.add_argument("--status", choices=["pending", "running", "done", "dead"])
+    p.set_defaults(run=_with_core(jobs))
+    commands.add_parser("check", help="validate settings, config and connections").set_defaults(
+        run=check
+    )
+    db = commands.add_parser("db", help="database").add_subparsers(dest="action", required=True)
+    db.add_parser("upgrade", help="apply migrations").set_defaults(run=_with_core(db_upgrade))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    try:
+        settings = Settings()
+        logging.basicConfig(
+            level=settings.log_level.upper(),
+            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        )
+        sys.exit(args.run(settings, args))
+    except GatewayError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)
+    except (ValueError, RuntimeError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)

@@ -1,0 +1,65 @@
+"""The core's shared handles, built once by the composition root."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from channels.base import Channel
+from gateway.crypto import SecretBox
+from gateway.routing import RoutingConfig
+from gateway.settings import Settings
+from gateway.store import Database
+from gateway.store.tables import ApiKey, Project, Request
+from gateway.views import RequestView
+from gateway.waiters import Waiters
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling the API: the project comes from the key, never from the body."""
+
+    project: Project
+    key: ApiKey
+
+    @property
+    def project_id(self) -> int:
+        assert self.project.id is not None
+        return self.project.id
+
+
+@dataclass
+class Core:
+    settings: Settings
+    db: Database
+    config: RoutingConfig
+    box: SecretBox
+    channels: Mapping[str, Channel]
+    waiters: Waiters = field(default_factory=Waiters)
+    outbox_wakeup: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def link(self, rid: str) -> str | None:
+        base = self.settings.public_url
+        return f"{base.rstrip('/')}/r/{rid}" if base else None
+
+    def view(self, row: Request, project: str) -> RequestView:
+        secrets = json.loads(self.box.open(row.sealed_secrets)) if row.sealed_secrets else {}
+        return RequestView(
+            rid=row.rid,
+            project=project,
+            kind=row.kind,
+            call_id=row.call_id,
+            run_id=row.run_id,
+            spec=json.loads(row.spec_json),
+            status=row.status,
+            requested_at=row.requested_at,
+            link=self.link(row.rid),
+            comment=row.comment,
+            option_name=row.option_name,
+            response=row.response,
+            user_info=json.loads(row.user_info_json) if row.user_info_json else None,
+            responded_at=row.responded_at,
+            secrets=secrets,
+        )

@@ -1,0 +1,193 @@
+"""Deciding requests: first wins (compare-and-set), who decided is recorded, and the
+decision's side effects (message updates, webhooks) commit in the same transaction."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from gateway import webhooks
+from gateway.core import Caller, Core
+from gateway.errors import Conflict, InvalidInput
+from gateway.intake import find, noun
+from gateway.lifecycle import Event, Kind, Status, transition
+from gateway.models import Escalation, FunctionCallStatusIn, HumanContactStatusIn
+from gateway.routing import channel_targets
+from gateway.store import as_utc, dumps, utcnow
+from gateway.store import outbox as outbox_store
+from gateway.store import requests as request_store
+from gateway.store.tables import Request
+from gateway.wire import to_wire
+
+UPDATE_ATTEMPTS = 8
+
+_CHANNEL_NAMES = {"api": "the API", "cli": "the CLI", "web": "the web console"}
+
+
+@dataclass(frozen=True)
+class Decision:
+    event: Event
+    user_info: dict[str, Any]
+    comment: str | None = None
+    option_name: str | None = None
+    response: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _who(user_info: dict[str, Any]) -> str:
+    return str(
+        user_info.get("name") or user_info.get("email") or user_info.get("user_id") or "someone"
+    )
+
+
+def _where(user_info: dict[str, Any]) -> str:
+    channel = str(user_info.get("channel") or "api")
+    return _CHANNEL_NAMES.get(channel, channel.capitalize())
+
+
+def default_rejection(user_info: dict[str, Any]) -> str:
+    """The SDK raises on a rejection without a comment, so the gateway writes one."""
+    return f"Rejected in {_where(user_info)} by {_who(user_info)}"
+
+
+def already_decided(row: Request) -> str:
+    info = json.loads(row.user_info_json) if row.user_info_json else {}
+    when = as_utc(row.responded_at).isoformat() if row.responded_at else "an earlier time"
+    return (
+        f"{noun(row.kind)} {row.call_id!r} was already {row.status} by {_who(info)} "
+        f"in {_where(info)} at {when}"
+    )
+
+
+def _options(row: Request) -> dict[str, dict[str, Any]]:
+    spec = json.loads(row.spec_json)
+    options = spec.get("reject_options") or spec.get("response_options") or []
+    return {option["name"]: option for option in options}
+
+
+def _check_option(row: Request, name: str | None) -> dict[str, Any] | None:
+    if name is None:
+        return None
+    options = _options(row)
+    if name not in options:
+        known = ", ".join(sorted(options)) or "none"
+        raise InvalidInput(f"unknown option {name!r} for call_id {row.call_id!r}; options: {known}")
+    return options[name]
+
+
+def api_user_info(caller: Caller, given: dict[str, Any] | None) -> dict[str, Any]:
+    info = {"user_id": f"key:{caller.key.prefix}", "name": caller.key.name} | (given or {})
+    return info | {"channel": "api"}
+
+
+def function_call_decision(
+    row: Request, body: FunctionCallStatusIn, user_info: dict[str, Any]
+) -> Decision:
+    if body.approved is None:
+        raise InvalidInput("approved must be true or false")
+    if body.approved:
+        if body.reject_option_name is not None:
+            raise InvalidInput("reject_option_name is only allowed with approved=false")
+        return Decision(Event.APPROVE, user_info, comment=body.comment)
+    option = _check_option(row, body.reject_option_name)
+    comment = body.comment or (option or {}).get("prompt_fill") or default_rejection(user_info)
+    return Decision(Event.REJECT, user_info, comment=comment, option_name=body.reject_option_name)
+
+
+def human_contact_decision(
+    row: Request, body: HumanContactStatusIn, user_info: dict[str, Any]
+) -> Decision:
+    option = _check_option(row, body.response_option_name)
+    response = body.response
+    if response is None and option is not None:
+        response = option.get("prompt_fill") or option.get("title") or option["name"]
+    if response is None:
+        raise InvalidInput("give a response, or a response_option_name")
+    return Decision(
+        Event.RESPOND, user_info, response=response, option_name=body.response_option_name
+    )
+
+
+async def _after_decision(conn: AsyncConnection, core: Core, row: Request) -> None:
+    """Side effects that must happen exactly when the decision commits."""
+    await request_store.add_event(
+        conn,
+        row.rid,
+        "decided",
+        {"status": row.status, "by": json.loads(row.user_info_json or "{}")},
+    )
+    for delivery in await request_store.list_deliveries(conn, [row.rid]):
+        if delivery.status == "sent":
+            await outbox_store.enqueue(
+                conn,
+                "update",
+                {"delivery_id": delivery.id},
+                rid=row.rid,
+                project_id=row.project_id,
+                max_attempts=UPDATE_ATTEMPTS,
+            )
+    await webhooks.enqueue_completed(conn, core, row)
+    await core.db.notify(conn, "gateway_decided", row.rid)
+
+
+async def decide(core: Core, row: Request, decision: Decision) -> Request:
+    """Apply a decision if the request is still pending; Conflict says who won otherwise."""
+    try:
+        status = transition(Kind(row.kind), Status(row.status), decision.event)
+    except Exception:
+        raise Conflict(already_decided(row)) from None
+    fields = {
+        "comment": decision.comment,
+        "option_name": decision.option_name,
+        "response": decision.response,
+        "user_info_json": dumps(decision.user_info),
+        "responded_at": utcnow(),
+    }
+    async with core.db.write() as conn:
+        updated = await request_store.decide(conn, row.rid, status.value, fields)
+        if updated is None:
+            current = await request_store.get_by_rid(conn, row.rid)
+            assert current is not None
+            raise Conflict(already_decided(current))
+        await _after_decision(conn, core, updated)
+    core.waiters.wake(row.rid)
+    core.outbox_wakeup.set()
+    return updated
+
+
+async def respond_function_call(
+    core: Core, caller: Caller, call_id: str, body: FunctionCallStatusIn
+) -> dict[str, Any]:
+    row = await find(core, caller, Kind.FUNCTION_CALL, call_id)
+    decision = function_call_decision(row, body, api_user_info(caller, _given(body.user_info)))
+    return to_wire(await decide(core, row, decision))
+
+
+async def respond_human_contact(
+    core: Core, caller: Caller, call_id: str, body: HumanContactStatusIn
+) -> dict[str, Any]:
+    row = await find(core, caller, Kind.HUMAN_CONTACT, call_id)
+    decision = human_contact_decision(row, body, api_user_info(caller, _given(body.user_info)))
+    return to_wire(await decide(core, row, decision))
+
+
+def _given(user_info: Any) -> dict[str, Any] | None:
+    return None if user_info is None else user_info.model_dump(exclude_none=True)
+
+
+async def escalate(
+    core: Core, caller: Caller, kind: Kind, call_id: str, escalation: Escalation
+) -> dict[str, Any]:
+    """Record an email escalation; the email channel acts on the recorded event."""
+    row = await find(core, caller, kind, call_id)
+    if row.status != Status.PENDING:
+        raise Conflict(already_decided(row))
+    if escalation.channel is not None:
+        channel_targets(core.config, escalation.channel)  # unknown team/person -> 422
+    detail = escalation.model_dump(mode="json", exclude={"channel": {"slack": {"bot_token"}}})
+    async with core.db.write() as conn:
+        await request_store.add_event(conn, row.rid, "escalated", detail)
+    return to_wire(row)

@@ -1,0 +1,240 @@
+"""The outbox worker: claim due jobs, run them, record the outcome with the job's end.
+
+Delivery is at least once. A crash between the side effect and its record leaves the job
+claimable again, so every handler is idempotent (a send checks whether it already happened).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+
+import httpx
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from gateway import webhooks
+from gateway.core import Core
+from gateway.errors import DeliveryError
+from gateway.lifecycle import Status
+from gateway.retry import RetryPolicy
+from gateway.routing import Target
+from gateway.store import outbox as outbox_store
+from gateway.store import projects as project_store
+from gateway.store import requests as request_store
+from gateway.store import utcnow
+from gateway.store.tables import Delivery, OutboxJob, Request
+
+log = logging.getLogger(__name__)
+
+Record = Callable[[AsyncConnection], Awaitable[None]]
+LEASE = timedelta(seconds=60)
+
+
+async def _nothing(_conn: AsyncConnection) -> None:
+    return None
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        core: Core,
+        http: httpx.AsyncClient,
+        *,
+        batch: int = 16,
+        channel_policy: RetryPolicy | None = None,
+        webhook_policy: RetryPolicy | None = None,
+    ) -> None:
+        self.core = core
+        self.http = http
+        self.batch = batch
+        self.channel_policy = channel_policy or RetryPolicy()
+        self.webhook_policy = webhook_policy or RetryPolicy(schedule=core.settings.webhook_delays)
+        self._stopping = asyncio.Event()
+        self._handlers: dict[str, Callable[[OutboxJob], Awaitable[Record]]] = {
+            "deliver": self._deliver,
+            "update": self._update,
+            "webhook": self._webhook,
+        }
+
+    async def run(self) -> None:
+        """Work until stop(); wake on new jobs, at the next due time, or every poll period."""
+        if self.core.db.is_sqlite:
+            async with self.core.db.write() as conn:
+                await outbox_store.release_leases(conn)
+        while not self._stopping.is_set():
+            try:
+                if await self.run_once() == 0:
+                    await self._idle()
+            except Exception:
+                log.exception("outbox worker error; retrying shortly")
+                await self._sleep(self.core.settings.outbox_poll_seconds)
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self.core.outbox_wakeup.set()
+
+    async def run_once(self) -> int:
+        async with self.core.db.write() as conn:
+            jobs = await outbox_store.claim(
+                conn, limit=self.batch, lease=LEASE, skip_locked=not self.core.db.is_sqlite
+            )
+        await asyncio.gather(*(self._run(job) for job in jobs))
+        return len(jobs)
+
+    async def _idle(self) -> None:
+        timeout = self.core.settings.outbox_poll_seconds
+        async with self.core.db.read() as conn:
+            due = await outbox_store.next_due_at(conn)
+        if due is not None:
+            from gateway.store import as_utc
+
+            timeout = min(timeout, max(0.0, (as_utc(due) - utcnow()).total_seconds()))
+        await self._sleep(timeout)
+
+    async def _sleep(self, seconds: float) -> None:
+        wakeup = self.core.outbox_wakeup
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(wakeup.wait(), timeout=seconds)
+        wakeup.clear()
+
+    async def _run(self, job: OutboxJob) -> None:
+        assert job.id is not None
+        try:
+            record = await self._handlers[job.kind](job)
+        except webhooks.EndpointGone as gone:
+            await self._endpoint_gone(job, str(gone))
+        except DeliveryError as error:
+            await self._failed(job, error)
+        except Exception as error:  # a bug or an unmapped SDK error: retry, never lose the job
+            log.exception("outbox job %s (%s) crashed", job.id, job.kind)
+            await self._failed(
+                job, DeliveryError(f"{type(error).__name__}: {error}", retryable=True)
+            )
+        else:
+            async with self.core.db.write() as conn:
+                await record(conn)
+                await outbox_store.complete(conn, job.id)
+
+    async def _failed(self, job: OutboxJob, error: DeliveryError) -> None:
+        assert job.id is not None
+        final = not error.retryable or job.attempts >= job.max_attempts
+        policy = self.webhook_policy if job.kind == "webhook" else self.channel_policy
+        async with self.core.db.write() as conn:
+            if final:
+                await outbox_store.bury(conn, job.id, error=str(error))
+            else:
+                delay = policy.delay(job.attempts, retry_after=error.retry_after)
+                run_at = utcnow() + timedelta(seconds=delay)
+                await outbox_store.retry(conn, job.id, run_at=run_at, error=str(error))
+            await self._note_failure(conn, job, str(error), final=final)
+        log.warning(
+            "outbox job %s (%s) failed%s: %s",
+            job.id,
+            job.kind,
+            " for good" if final else ", will retry",
+            error,
+        )
+
+    async def _note_failure(
+        self, conn: AsyncConnection, job: OutboxJob, error: str, *, final: bool
+    ) -> None:
+        payload = json.loads(job.payload_json)
+        if job.kind == "deliver":
+            status = "failed" if final else "retrying"
+            await request_store.update_delivery(
+                conn, payload["delivery_id"], status=status, error=error
+            )
+        if final and job.rid is not None:
+            event = "webhook_failed" if job.kind == "webhook" else "delivery_failed"
+            detail = {"job_id": job.id, "kind": job.kind, "error": error, "attempts": job.attempts}
+            await request_store.add_event(conn, job.rid, event, detail)
+
+    async def _endpoint_gone(self, job: OutboxJob, reason: str) -> None:
+        assert job.id is not None
+        endpoint_id = json.loads(job.payload_json)["endpoint_id"]
+        async with self.core.db.write() as conn:
+            await project_store.disable_webhook(conn, endpoint_id, reason)
+            await outbox_store.bury(conn, job.id, error=reason)
+            if job.rid is not None:
+                detail = {"endpoint_id": endpoint_id, "reason": reason}
+                await request_store.add_event(conn, job.rid, "webhook_endpoint_disabled", detail)
+
+    async def _load(self, delivery_id: int) -> tuple[Delivery, Request, str]:
+        async with self.core.db.read() as conn:
+            delivery = await request_store.get_delivery(conn, delivery_id)
+            assert delivery is not None
+            row = await request_store.get_by_rid(conn, delivery.rid)
+            assert row is not None
+            project = await project_store.get_project_by_id(conn, row.project_id)
+            assert project is not None
+        return delivery, row, project.name
+
+    async def _deliver(self, job: OutboxJob) -> Record:
+        delivery, row, project = await self._load(json.loads(job.payload_json)["delivery_id"])
+        assert delivery.id is not None
+        delivery_id = delivery.id
+        if delivery.status == "sent":
+            return _nothing  # sent before a crash; never post twice
+        if row.status != Status.PENDING:
+
+            async def skipped(conn: AsyncConnection) -> None:
+                await request_store.update_delivery(
+                    conn,
+                    delivery_id,
+                    status="skipped",
+                    error=f"request was {row.status} before delivery",
+                )
+
+            return skipped
+        target = Target.model_validate_json(delivery.target_json)
+        sent = await self.core.channels[delivery.channel].send(self.core.view(row, project), target)
+
+        async def record(conn: AsyncConnection) -> None:
+            await request_store.update_delivery(conn, delivery_id, status="sent", ref=sent.ref)
+            if sent.slack_message_ts:
+                await request_store.set_slack_message_ts(conn, row.rid, sent.slack_message_ts)
+            detail = {"delivery_id": delivery_id, "channel": delivery.channel}
+            await request_store.add_event(conn, row.rid, "delivered", detail)
+
+        return record
+
+    async def _update(self, job: OutboxJob) -> Record:
+        delivery, row, project = await self._load(json.loads(job.payload_json)["delivery_id"])
+        target = Target.model_validate_json(delivery.target_json)
+        ref = json.loads(delivery.ref_json or "{}")
+        await self.core.channels[delivery.channel].update(self.core.view(row, project), target, ref)
+        return _nothing
+
+    async def _webhook(self, job: OutboxJob) -> Record:
+        payload = json.loads(job.payload_json)
+        async with self.core.db.read() as conn:
+            endpoint = await project_store.get_webhook(conn, payload["endpoint_id"])
+        if endpoint is None or not endpoint.enabled:
+            return _nothing
+        secret = self.core.box.open(endpoint.sealed_secret)
+        body = payload["body"].encode()
+        headers = webhooks.signed_headers(secret, payload["msg_id"], body)
+        attempt = await webhooks.post(
+            self.http,
+            endpoint.url,
+            body,
+            headers,
+            allow_private=self.core.settings.webhook_allow_private,
+            timeout_seconds=self.core.settings.webhook_timeout_seconds,
+        )
+
+        async def record(conn: AsyncConnection) -> None:
+            if job.rid is not None:
+                detail = {
+                    "endpoint_id": endpoint.id,
+                    "msg_id": payload["msg_id"],
+                    "status_code": attempt.status_code,
+                    "attempt": job.attempts,
+                }
+                await request_store.add_event(conn, job.rid, "webhook_delivered", detail)
+
+        return record

@@ -1,0 +1,47 @@
+"""One error tree for the gateway; the HTTP edge maps each to a status code once."""
+
+from __future__ import annotations
+
+
+class GatewayError(Exception):
+    """Base of every error the gateway raises on purpose."""
+
+    status_code = 400
+
+
+class NotFound(GatewayError):
+    status_code = 404
+
+
+class Conflict(GatewayError):
+    status_code = 409
+
+
+class InvalidInput(GatewayError):
+    """Input that passed the schema but breaks a rule (unknown team, bad option name)."""
+
+    status_code = 422
+
+
+class Unauthorized(GatewayError):
+    status_code = 401
+
+
+class IllegalTransition(GatewayError):
+    """A lifecycle transition that the state machine does not allow."""
+
+    status_code = 409
+
+
+class DeliveryError(GatewayError):
+    """A channel or webhook failed to deliver; `retryable` says whether to try again."""
+
+    def __init__(self, message: str, *, retryable: bool, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
+class ChannelNotConfigured(DeliveryError):
+    def __init__(self, message: str) -> None:
+        super().__init__(message, retryable=False)

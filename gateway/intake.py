@@ -1,0 +1,207 @@
+"""Creating and reading requests: validation, routing, idempotency, long-poll."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from gateway.core import Caller, Core
+from gateway.crypto import new_rid
+from gateway.errors import Conflict, NotFound
+from gateway.lifecycle import Kind, Status
+from gateway.models import FunctionCallIn, HumanContactIn
+from gateway.routing import Target, resolve
+from gateway.store import dumps, utcnow
+from gateway.store import outbox as outbox_store
+from gateway.store import requests as request_store
+from gateway.store.tables import Request
+from gateway.wire import to_wire
+
+DELIVER_ATTEMPTS = 8
+MAX_WAIT_SECONDS = 60.0
+
+Incoming = FunctionCallIn | HumanContactIn
+
+_NOUN = {Kind.FUNCTION_CALL: "function call", Kind.HUMAN_CONTACT: "human contact"}
+
+
+def noun(kind: str) -> str:
+    return _NOUN[Kind(kind)]
+
+
+def _spec_and_secrets(body: Incoming) -> tuple[dict[str, Any], dict[str, str]]:
+    secrets: dict[str, str] = {}
+    slack = body.spec.channel.slack if body.spec.channel else None
+    if slack is not None and slack.bot_token is not None:
+        secrets["slack_bot_token"] = slack.bot_token.get_secret_value()
+    spec = body.spec.model_dump(mode="json", exclude={"channel": {"slack": {"bot_token"}}})
+    return spec, secrets
+
+
+def _fingerprint(kind: Kind, body: Incoming, spec: dict[str, Any], secrets: dict[str, str]) -> str:
+    canonical = dumps({"kind": kind, "run_id": body.run_id, "spec": spec, "secrets": secrets})
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _route(core: Core, caller: Caller, kind: Kind, body: Incoming) -> list[Target]:
+    configured = core.config.projects.get(caller.project.name)
+    project_target = (configured and configured.default_target) or caller.project.default_target
+    return resolve(
+        core.config,
+        channel=body.spec.channel,
+        kind=kind.value,
+        fn=getattr(body.spec, "fn", ""),
+        run_id=body.run_id,
+        key_target=caller.key.target,
+        project_target=project_target,
+    )
+
+
+def _delivery_plan(core: Core, target: Target) -> tuple[str, str | None]:
+    """('queued', None) when the target's channel can deliver, else why it cannot."""
+    channel = core.channels.get(target.channel)
+    if channel is None:
+        return "unconfigured", f"this gateway has no {target.channel} channel"
+    missing = channel.missing_settings()
+    if missing:
+        return "unconfigured", f"{target.channel} is not configured: set {', '.join(missing)}"
+    return "queued", None
+
+
+async def _record_route(
+    conn: AsyncConnection, core: Core, row: Request, route: list[Target]
+) -> None:
+    await request_store.add_event(conn, row.rid, "created", {"call_id": row.call_id})
+    await request_store.add_event(conn, row.rid, "routed", {"targets": len(route)})
+    for target in route:
+        status, error = _delivery_plan(core, target)
+        target_json = target.model_dump(mode="json")
+        delivery_id = await request_store.add_delivery(
+            conn, row.rid, target.channel, target_json, status=status, error=error
+        )
+        if error is not None:
+            detail = {"delivery_id": delivery_id, "channel": target.channel, "error": error}
+            await request_store.add_event(conn, row.rid, "delivery_failed", detail)
+            continue
+        await outbox_store.enqueue(
+            conn,
+            "deliver",
+            {"delivery_id": delivery_id},
+            rid=row.rid,
+            project_id=row.project_id,
+            max_attempts=DELIVER_ATTEMPTS,
+        )
+
+
+def _same_request(existing: Request, kind: Kind, fingerprint: str) -> Request:
+    if existing.kind != kind:
+        raise Conflict(f"call_id {existing.call_id!r} is already used by a {noun(existing.kind)}")
+    if existing.body_hash != fingerprint:
+        raise Conflict(
+            f"call_id {existing.call_id!r} already exists with a different body; "
+            "use a new call_id for a new request"
+        )
+    return existing
+
+
+async def create(core: Core, caller: Caller, kind: Kind, body: Incoming) -> dict[str, Any]:
+    """Store a request with its deliveries and outbox jobs in one transaction."""
+    spec, secrets = _spec_and_secrets(body)
+    fingerprint = _fingerprint(kind, body, spec, secrets)
+    route = _route(core, caller, kind, body)
+    row = Request(
+        rid=new_rid(),
+        project_id=caller.project_id,
+        kind=kind.value,
+        call_id=body.call_id,
+        run_id=body.run_id,
+        fn=getattr(body.spec, "fn", None),
+        spec_json=dumps(spec),
+        body_hash=fingerprint,
+        sealed_secrets=core.box.seal(dumps(secrets)) if secrets else None,
+        route_json=dumps([target.model_dump(mode="json") for target in route]),
+        status=Status.PENDING.value,
+        requested_at=utcnow(),
+    )
+    try:
+        async with core.db.write() as conn:
+            existing = await request_store.get_by_call_id(conn, caller.project_id, body.call_id)
+            if existing is not None:
+                return to_wire(_same_request(existing, kind, fingerprint))
+            await request_store.insert_request(conn, row)
+            await _record_route(conn, core, row, route)
+    except IntegrityError:
+        # A concurrent create with the same call_id won the insert (PostgreSQL).
+        async with core.db.read() as conn:
+            existing = await request_store.get_by_call_id(conn, caller.project_id, body.call_id)
+        if existing is None:
+            raise
+        return to_wire(_same_request(existing, kind, fingerprint))
+    core.outbox_wakeup.set()
+    return to_wire(row)
+
+
+async def find(core: Core, caller: Caller, kind: Kind, call_id: str) -> Request:
+    """The caller's request of this kind, or NotFound (also for another project's call)."""
+    async with core.db.read() as conn:
+        row = await request_store.get_by_call_id(conn, caller.project_id, call_id)
+    if row is None or row.kind != kind:
+        raise NotFound(f"no {noun(kind)} with call_id {call_id!r} in this project")
+    return row
+
+
+async def get(
+    core: Core, caller: Caller, kind: Kind, call_id: str, *, wait: float | None = None
+) -> dict[str, Any]:
+    """The request; with `wait`, hold the answer until it is decided or `wait` seconds pass."""
+    row = await find(core, caller, kind, call_id)
+    if not wait or row.status != Status.PENDING:
+        return to_wire(row)
+    deadline = asyncio.get_running_loop().time() + min(wait, MAX_WAIT_SECONDS)
+    with core.waiters.watch(row.rid) as decided:
+        while row.status == Status.PENDING:
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                break
+            # Re-read at least every poll period: a decision made by another process
+            # (the CLI on SQLite) reaches no in-process waiter.
+            slice_ = min(remaining, core.settings.outbox_poll_seconds)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(decided.wait(), timeout=slice_)
+            row = await find(core, caller, kind, call_id)
+    return to_wire(row)
+
+
+async def listing(
+    core: Core,
+    caller: Caller,
+    kind: Kind,
+    *,
+    status: str | None,
+    run_id: str | None,
+    limit: int,
+    offset: int,
+) -> dict[str, Any]:
+    """A page in the shape the Go SDK and hld decode: {items,total,limit,offset,has_more}."""
+    async with core.db.read() as conn:
+        rows, total = await request_store.list_requests(
+            conn,
+            caller.project_id,
+            kind.value,
+            status=status,
+            run_id=run_id,
+            limit=limit,
+            offset=offset,
+        )
+    return {
+        "items": [to_wire(row) for row in rows],
+        "total": total,
+        "limit": limit,
+        "offset": offset,
+        "has_more": offset + len(rows) < total,
+    }

@@ -1,0 +1,61 @@
+"""Settings from the environment (and `.env`); every one is listed in `.env.example`."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_WEBHOOK_SCHEDULE = "0,5,300,1800,7200,18000,36000,36000"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore", env_prefix="GATEWAY_")
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8080, ge=0, le=65535)
+    database_url: str = "sqlite+aiosqlite:///./data/gateway.db"
+    config: Path | None = None
+    secret_key: SecretStr | None = None
+    public_url: str | None = None
+    webhook_allow_private: bool = False
+    max_body_bytes: int = Field(default=2 * 1024 * 1024, ge=1024)
+    log_level: str = "info"
+    # Seconds before each webhook attempt (Svix's schedule); tests shorten it.
+    webhook_retry_schedule: str = DEFAULT_WEBHOOK_SCHEDULE
+    webhook_timeout_seconds: float = Field(default=15.0, gt=0)
+    outbox_poll_seconds: float = Field(default=1.0, gt=0)
+
+    @field_validator("webhook_retry_schedule")
+    @classmethod
+    def _schedule_is_numbers(cls, value: str) -> str:
+        try:
+            delays = [float(part) for part in value.split(",")]
+        except ValueError:
+            raise ValueError("must be comma-separated seconds, e.g. 0,5,300") from None
+        if not delays or any(d < 0 for d in delays):
+            raise ValueError("must list at least one non-negative delay")
+        return value
+
+    @cached_property
+    def webhook_delays(self) -> tuple[float, ...]:
+        return tuple(float(part) for part in self.webhook_retry_schedule.split(","))
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+    def secret_key_value(self) -> str:
+        if self.secret_key is None or not self.secret_key.get_secret_value():
+            raise RuntimeError(
+                "GATEWAY_SECRET_KEY is not set: it encrypts webhook secrets and signs reply "
+                "tokens. Generate one with: "
+                'python -c "import secrets; print(secrets.token_urlsafe(32))"'
+            )
+        return self.secret_key.get_secret_value()
+
+
+def load_settings(**overrides: object) -> Settings:
+    return Settings(**overrides)  # type: ignore[arg-type]

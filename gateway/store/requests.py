@@ -1,0 +1,143 @@
+"""Rows of requests, their deliveries and their audit events."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from gateway.store.engine import dumps, utcnow
+from gateway.store.tables import Delivery, Request, RequestEvent
+
+_request = Request.__table__  # type: ignore[attr-defined]
+_event = RequestEvent.__table__  # type: ignore[attr-defined]
+_delivery = Delivery.__table__  # type: ignore[attr-defined]
+
+
+def _to_request(row: sa.Row[Any] | None) -> Request | None:
+    return None if row is None else Request(**row._mapping)
+
+
+async def insert_request(conn: AsyncConnection, request: Request) -> None:
+    await conn.execute(sa.insert(_request).values(request.model_dump()))
+
+
+async def get_by_call_id(conn: AsyncConnection, project_id: int, call_id: str) -> Request | None:
+    query = sa.select(_request).where(
+        _request.c.project_id == project_id, _request.c.call_id == call_id
+    )
+    return _to_request((await conn.execute(query)).first())
+
+
+async def get_by_rid(conn: AsyncConnection, rid: str) -> Request | None:
+    query = sa.select(_request).where(_request.c.rid == rid)
+    return _to_request((await conn.execute(query)).first())
+
+
+async def decide(
+    conn: AsyncConnection, rid: str, status: str, fields: dict[str, Any]
+) -> Request | None:
+    """Compare-and-set: only a pending request changes; None means someone decided first."""
+    query = (
+        sa.update(_request)
+        .where(_request.c.rid == rid, _request.c.status == "pending")
+        .values(status=status, **fields)
+        .returning(*_request.c)
+    )
+    return _to_request((await conn.execute(query)).first())
+
+
+async def set_slack_message_ts(conn: AsyncConnection, rid: str, ts: str) -> None:
+    query = sa.update(_request).where(_request.c.rid == rid).values(slack_message_ts=ts)
+    await conn.execute(query)
+
+
+async def list_requests(
+    conn: AsyncConnection,
+    project_id: int,
+    kind: str,
+    *,
+    status: str | None,
+    run_id: str | None,
+    limit: int,
+    offset: int,
+) -> tuple[list[Request], int]:
+    """One page of a project's requests, newest first, and how many match in all."""
+    where = [_request.c.project_id == project_id, _request.c.kind == kind]
+    if status is not None:
+        where.append(_request.c.status == status)
+    if run_id is not None:
+        where.append(_request.c.run_id == run_id)
+    condition = sa.and_(*where)
+    count = sa.select(sa.func.count()).select_from(_request).where(condition)
+    total = (await conn.execute(count)).scalar_one()
+    query = (
+        sa.select(_request)
+        .where(condition)
+        .order_by(_request.c.requested_at.desc(), _request.c.rid)
+        .limit(limit)
+        .offset(offset)
+    )
+    rows = (await conn.execute(query)).all()
+    return [Request(**row._mapping) for row in rows], int(total)
+
+
+async def add_event(
+    conn: AsyncConnection, rid: str, type_: str, detail: dict[str, Any] | None = None
+) -> None:
+    values = {"rid": rid, "type": type_, "detail_json": dumps(detail or {}), "at": utcnow()}
+    await conn.execute(sa.insert(_event).values(values))
+
+
+async def list_events(conn: AsyncConnection, rid: str) -> list[RequestEvent]:
+    query = sa.select(_event).where(_event.c.rid == rid).order_by(_event.c.id)
+    return [RequestEvent(**row._mapping) for row in (await conn.execute(query)).all()]
+
+
+async def add_delivery(
+    conn: AsyncConnection,
+    rid: str,
+    channel: str,
+    target: dict[str, Any],
+    *,
+    status: str,
+    error: str | None = None,
+) -> int:
+    values = {
+        "rid": rid,
+        "channel": channel,
+        "target_json": dumps(target),
+        "status": status,
+        "error": error,
+        "updated_at": utcnow(),
+    }
+    result = await conn.execute(sa.insert(_delivery).values(values).returning(_delivery.c.id))
+    return int(result.scalar_one())
+
+
+async def get_delivery(conn: AsyncConnection, delivery_id: int) -> Delivery | None:
+    row = (await conn.execute(sa.select(_delivery).where(_delivery.c.id == delivery_id))).first()
+    return None if row is None else Delivery(**row._mapping)
+
+
+async def list_deliveries(conn: AsyncConnection, rids: Sequence[str]) -> list[Delivery]:
+    query = sa.select(_delivery).where(_delivery.c.rid.in_(rids)).order_by(_delivery.c.id)
+    return [Delivery(**row._mapping) for row in (await conn.execute(query)).all()]
+
+
+async def update_delivery(
+    conn: AsyncConnection,
+    delivery_id: int,
+    *,
+    status: str,
+    ref: dict[str, Any] | None = None,
+    error: str | None = None,
+    at: datetime | None = None,
+) -> None:
+    values: dict[str, Any] = {"status": status, "error": error, "updated_at": at or utcnow()}
+    if ref is not None:
+        values["ref_json"] = dumps(ref)
+    await conn.execute(sa.update(_delivery).where(_delivery.c.id == delivery_id).values(values))

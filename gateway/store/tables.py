@@ -1,0 +1,127 @@
+"""The gateway's tables. Timestamps are UTC; JSON is kept as text we serialize ourselves,
+so SQLite and PostgreSQL store the same bytes (PostgreSQL's jsonb rejects \\u0000)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlmodel import Field, SQLModel
+
+UTCDateTime = sa.DateTime(timezone=True)
+
+
+def _ts(nullable: bool = False, index: bool = False) -> sa.Column[datetime]:
+    return sa.Column(UTCDateTime, nullable=nullable, index=index)
+
+
+class Project(SQLModel, table=True):
+    __tablename__ = "project"
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(max_length=255, unique=True)
+    default_target: str | None = Field(default=None, max_length=255)
+    created_at: datetime = Field(sa_column=_ts())
+
+
+class ApiKey(SQLModel, table=True):
+    __tablename__ = "api_key"
+
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: int = Field(foreign_key="project.id", index=True)
+    name: str = Field(max_length=255)
+    key_hash: str = Field(max_length=64, unique=True)
+    prefix: str = Field(max_length=16)
+    target: str | None = Field(default=None, max_length=255)
+    created_at: datetime = Field(sa_column=_ts())
+    revoked_at: datetime | None = Field(default=None, sa_column=_ts(nullable=True))
+
+
+class Request(SQLModel, table=True):
+    __tablename__ = "request"
+    __table_args__ = (
+        sa.UniqueConstraint("project_id", "call_id", name="uq_request_project_call"),
+        sa.Index("ix_request_pending", "project_id", "kind", "status", "requested_at"),
+    )
+
+    rid: str = Field(primary_key=True, max_length=32)
+    project_id: int = Field(foreign_key="project.id")
+    kind: str = Field(max_length=16)
+    call_id: str = Field(max_length=255)
+    run_id: str = Field(max_length=255)
+    fn: str | None = Field(default=None, max_length=255)
+    spec_json: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    body_hash: str = Field(max_length=64)
+    sealed_secrets: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
+    route_json: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    status: str = Field(max_length=16)
+    comment: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
+    option_name: str | None = Field(default=None, max_length=255)
+    response: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
+    user_info_json: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
+    slack_message_ts: str | None = Field(default=None, max_length=64)
+    requested_at: datetime = Field(sa_column=_ts())
+    responded_at: datetime | None = Field(default=None, sa_column=_ts(nullable=True))
+
+
+class RequestEvent(SQLModel, table=True):
+    """The audit trail: created, routed, delivered, delivery_failed, decided, webhook_*."""
+
+    __tablename__ = "request_event"
+
+    id: int | None = Field(default=None, primary_key=True)
+    rid: str = Field(foreign_key="request.rid", index=True, max_length=32)
+    type: str = Field(max_length=32)
+    detail_json: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    at: datetime = Field(sa_column=_ts())
+
+
+class Delivery(SQLModel, table=True):
+    """One routed target of a request, and what its channel did with it."""
+
+    __tablename__ = "delivery"
+
+    id: int | None = Field(default=None, primary_key=True)
+    rid: str = Field(foreign_key="request.rid", index=True, max_length=32)
+    channel: str = Field(max_length=16)
+    target_json: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    status: str = Field(max_length=16)
+    ref_json: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
+    error: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
+    updated_at: datetime = Field(sa_column=_ts())
+
+
+class OutboxJob(SQLModel, table=True):
+    """A side effect written in the transaction that caused it, run at least once."""
+
+    __tablename__ = "outbox_job"
+    __table_args__ = (sa.Index("ix_outbox_due", "status", "run_at"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    kind: str = Field(max_length=16)
+    rid: str | None = Field(default=None, max_length=32, index=True)
+    project_id: int | None = Field(default=None, index=True)
+    payload_json: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    status: str = Field(max_length=16)
+    attempts: int = 0
+    max_attempts: int
+    run_at: datetime = Field(sa_column=_ts())
+    locked_until: datetime | None = Field(default=None, sa_column=_ts(nullable=True))
+    last_error: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
+    created_at: datetime = Field(sa_column=_ts())
+    updated_at: datetime = Field(sa_column=_ts())
+
+
+class WebhookEndpoint(SQLModel, table=True):
+    __tablename__ = "webhook_endpoint"
+    __table_args__ = (sa.UniqueConstraint("project_id", "url", name="uq_webhook_project_url"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: int = Field(foreign_key="project.id", index=True)
+    url: str = Field(max_length=2048)
+    sealed_secret: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    events_json: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    enabled: bool = True
+    disabled_reason: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
+    source: str = Field(default="cli", max_length=16)
+    created_at: datetime = Field(sa_column=_ts())

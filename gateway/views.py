@@ -1,0 +1,35 @@
+"""What channels see of a request: a read-only view, no store rows, no SQL."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+@dataclass(frozen=True)
+class RequestView:
+    rid: str
+    project: str
+    kind: str  # "function_call" or "human_contact"
+    call_id: str
+    run_id: str
+    spec: dict[str, Any]
+    status: str
+    requested_at: datetime
+    link: str | None = None  # the request's page when GATEWAY_PUBLIC_URL is set
+    comment: str | None = None
+    option_name: str | None = None
+    response: str | None = None
+    user_info: dict[str, Any] | None = None
+    responded_at: datetime | None = None
+    # Write-only values the agent sent (a per-request Slack bot token); never echoed.
+    secrets: dict[str, str] = field(default_factory=dict, repr=False)
+
+
+@dataclass(frozen=True)
+class Sent:
+    """What a channel reports after posting: the platform's ids, to edit the post later."""
+
+    ref: dict[str, Any]
+    slack_message_ts: str | None = None

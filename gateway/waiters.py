@@ -1,0 +1,35 @@
+"""Long-poll waiters, woken in-process by the commit of a decision (and, on PostgreSQL,
+by the NOTIFY of a decision another replica committed)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+class Waiters:
+    def __init__(self) -> None:
+        self._events: defaultdict[str, set[asyncio.Event]] = defaultdict(set)
+
+    @contextmanager
+    def watch(self, rid: str) -> Iterator[asyncio.Event]:
+        """Register before re-reading the row, so a decision in between is not missed."""
+        event = asyncio.Event()
+        self._events[rid].add(event)
+        try:
+            yield event
+        finally:
+            waiting = self._events.get(rid)
+            if waiting is not None:
+                waiting.discard(event)
+                if not waiting:
+                    del self._events[rid]
+
+    def wake(self, rid: str) -> None:
+        for event in self._events.get(rid, ()):
+            event.set()
+
+    def __len__(self) -> int:
+        return sum(len(events) for events in self._events.values())

@@ -1,0 +1,62 @@
+"""`gateway webhooks test`: sign and send an `is_test` event right now."""
+
+from __future__ import annotations
+
+import secrets
+
+import httpx
+
+from gateway.core import Core
+from gateway.crypto import new_rid
+from gateway.errors import DeliveryError
+from gateway.store import dumps, utcnow
+from gateway.store import projects as project_store
+from gateway.store.tables import Request
+from gateway.webhooks import EndpointGone, envelope, new_message_id, post, signed_headers
+
+
+def sample_request() -> Request:
+    spec = {"fn": "send_email", "kwargs": {"to": "ops@example.com"}, "state": {"test": True}}
+    return Request(
+        rid=new_rid(),
+        project_id=0,
+        kind="function_call",
+        call_id="test-" + secrets.token_hex(4),
+        run_id="gateway-webhook-test",
+        fn="send_email",
+        spec_json=dumps(spec),
+        body_hash="",
+        route_json="[]",
+        status="approved",
+        comment="test event",
+        requested_at=utcnow(),
+        responded_at=utcnow(),
+        user_info_json=dumps({"channel": "cli", "name": "webhook test"}),
+    )
+
+
+async def send_test_event(core: Core, *, endpoint_id: int | None) -> list[str]:
+    async with core.db.read() as conn:
+        endpoints = await project_store.list_webhooks(conn)
+    chosen = [e for e in endpoints if endpoint_id is None or e.id == endpoint_id]
+    body = dumps(envelope(sample_request(), is_test=True)).encode()
+    lines = []
+    async with httpx.AsyncClient() as client:
+        for endpoint in chosen:
+            headers = signed_headers(core.box.open(endpoint.sealed_secret), new_message_id(), body)
+            try:
+                attempt = await post(
+                    client,
+                    endpoint.url,
+                    body,
+                    headers,
+                    allow_private=core.settings.webhook_allow_private,
+                    timeout_seconds=core.settings.webhook_timeout_seconds,
+                )
+                lines.append(
+                    f"{endpoint.id} {endpoint.url} → {attempt.status_code} "
+                    f"({attempt.elapsed_ms:.0f} ms)"
+                )
+            except (DeliveryError, EndpointGone) as error:
+                lines.append(f"{endpoint.id} {endpoint.url} failed: {error}")
+    return lines

@@ -1,0 +1,48 @@
+"""Rows to the HumanLayer wire shape (FunctionCall / HumanContact JSON)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from gateway.lifecycle import Kind, Status
+from gateway.store import as_utc
+from gateway.store.tables import Request
+
+
+def iso(value: datetime | None) -> str | None:
+    return None if value is None else as_utc(value).isoformat()
+
+
+def _approved(status: str) -> bool | None:
+    return {Status.APPROVED: True, Status.REJECTED: False}.get(Status(status))
+
+
+def status_of(row: Request) -> dict[str, Any]:
+    common: dict[str, Any] = {
+        "requested_at": iso(row.requested_at),
+        "responded_at": iso(row.responded_at),
+        "slack_message_ts": row.slack_message_ts,
+        "user_info": json.loads(row.user_info_json) if row.user_info_json else None,
+    }
+    if row.kind == Kind.FUNCTION_CALL:
+        return common | {
+            "approved": _approved(row.status),
+            "comment": row.comment,
+            "reject_option_name": row.option_name,
+            "slack_context": None,
+        }
+    return common | {"response": row.response, "response_option_name": row.option_name}
+
+
+def to_wire(row: Request) -> dict[str, Any]:
+    return {
+        "run_id": row.run_id,
+        "call_id": row.call_id,
+        "spec": json.loads(row.spec_json),
+        "status": status_of(row),
+        # Extensions the SDK ignores: where the request went, and its lifecycle status.
+        "route": json.loads(row.route_json),
+        "gateway_status": row.status,
+    }

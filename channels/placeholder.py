@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from dotenv import dotenv_values
+
 from gateway.errors import ChannelNotConfigured
 from gateway.routing import Target
 from gateway.views import RequestView, Sent
@@ -20,7 +22,8 @@ class NotYetAvailable:
         self._required = required
 
     def missing_settings(self) -> list[str]:
-        return [setting for setting in self._required if not os.environ.get(setting)]
+        values = dotenv_values(".env") | os.environ  # the same sources the settings read
+        return [setting for setting in self._required if not values.get(setting)]
 
     async def start(self) -> None:
         return None

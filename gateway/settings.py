@@ -28,6 +28,11 @@ class Settings(BaseSettings):
     webhook_timeout_seconds: float = Field(default=15.0, gt=0)
     outbox_poll_seconds: float = Field(default=1.0, gt=0)
 
+    @field_validator("config", "secret_key", "public_url", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: object) -> object:
+        return None if value == "" else value
+
     @field_validator("webhook_retry_schedule")
     @classmethod
     def _schedule_is_numbers(cls, value: str) -> str:

@@ -1,0 +1,75 @@
+"""Shared fixtures: the two databases, a running gateway, a webhook receiver."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from tests.services.inprocess import RunningGateway, running_gateway, test_settings
+from tests.services.net import free_port
+from tests.services.postgres import ThrowawayPostgres, createdb, dropdb, find_bindir
+from tests.services.receiver import WebhookReceiver
+
+IN_CI = os.environ.get("CI") == "true"
+
+
+def missing_service(what: str) -> None:
+    """Under CI=true a missing service fails the run; elsewhere the test is skipped."""
+    if IN_CI:
+        pytest.fail(f"{what} is not available and CI=true: run `make test` to provision it")
+    pytest.skip(f"{what} is not available")
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[ThrowawayPostgres]:
+    bindir = find_bindir()
+    if bindir is None:
+        missing_service("PostgreSQL (initdb, pg_ctl)")
+    assert bindir is not None
+    server = ThrowawayPostgres(bindir).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_url(postgres_server: ThrowawayPostgres) -> Iterator[str]:
+    name = "t_" + uuid.uuid4().hex[:12]
+    createdb(postgres_server, name)
+    try:
+        yield postgres_server.url(name)
+    finally:
+        dropdb(postgres_server, name)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db_url(request: pytest.FixtureRequest, tmp_path: object) -> str:
+    if request.param == "sqlite":
+        return f"sqlite+aiosqlite:///{tmp_path}/gateway.db"
+    url: str = request.getfixturevalue("pg_url")
+    return url
+
+
+@pytest.fixture
+async def gateway(db_url: str) -> AsyncIterator[RunningGateway]:
+    async with running_gateway(test_settings(db_url)) as running:
+        yield running
+
+
+@pytest.fixture
+async def sqlite_gateway(tmp_path: object) -> AsyncIterator[RunningGateway]:
+    async with running_gateway(test_settings(f"sqlite+aiosqlite:///{tmp_path}/gw.db")) as running:
+        yield running
+
+
+@pytest.fixture
+async def receiver() -> AsyncIterator[WebhookReceiver]:
+    hook = await WebhookReceiver(port=free_port()).start()
+    try:
+        yield hook
+    finally:
+        await hook.stop()

@@ -1,0 +1,75 @@
+"""The gateway's real ASGI app under a real uvicorn server, in the test's event loop."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+
+from gateway import bootstrap
+from gateway.app import build_core, create_app
+from gateway.core import Core
+from gateway.settings import Settings
+from tests.services.net import free_port
+
+
+def test_settings(database_url: str, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "database_url": database_url,
+        "secret_key": "test-secret-key",
+        "webhook_allow_private": True,
+        "webhook_retry_schedule": "0,0.05,0.1,0.2,0.4,0.8",
+        "outbox_poll_seconds": 0.2,
+        "config": None,
+    }
+    return Settings(_env_file=None, **(values | overrides))  # type: ignore[call-arg]
+
+
+@dataclass
+class RunningGateway:
+    core: Core
+    base_url: str
+    api_key: str
+
+    @property
+    def api_base(self) -> str:
+        return f"{self.base_url}/humanlayer/v1"
+
+    def client(self, key: str | None = None, **kwargs: Any) -> httpx.AsyncClient:
+        headers = {"Authorization": f"Bearer {key or self.api_key}"}
+        return httpx.AsyncClient(base_url=self.api_base, headers=headers, timeout=30, **kwargs)
+
+    async def new_key(self, project: str, **kwargs: Any) -> str:
+        return (await bootstrap.create_key(self.core, project=project, **kwargs)).key
+
+
+@asynccontextmanager
+async def running_gateway(settings: Settings) -> AsyncIterator[RunningGateway]:
+    core = build_core(settings)
+    port = free_port()
+    config = uvicorn.Config(
+        create_app(core), host="127.0.0.1", port=port, log_level="warning", lifespan="on"
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    try:
+        while not server.started:  # uvicorn offers no event to await for this
+            if task.done():
+                task.result()
+            await asyncio.sleep(0.01)
+        key = await bootstrap.create_key(core, project="default", name="test")
+        yield RunningGateway(core=core, base_url=f"http://127.0.0.1:{port}", api_key=key.key)
+    finally:
+        server.should_exit = True
+        await task
+
+
+def write_config(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path

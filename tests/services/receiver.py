@@ -46,8 +46,8 @@ class WebhookReceiver:
             await self._runner.cleanup()
             self._runner = None
 
-    async def wait_for(self, count: int, *, timeout: float = 20) -> list[Received]:
+    async def wait_for(self, count: int, *, within: float = 20) -> list[Received]:
         """Until `count` deliveries have arrived (fails with TimeoutError otherwise)."""
-        async with asyncio.timeout(timeout), self._changed:
+        async with asyncio.timeout(within), self._changed:
             await self._changed.wait_for(lambda: len(self.received) >= count)
         return list(self.received)

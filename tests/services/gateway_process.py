@@ -34,6 +34,7 @@ class GatewayProcess:
         self.proc: subprocess.Popen[str] | None = None
         self.api_key: str | None = None
         self.output: list[str] = []
+        self._reader: threading.Thread | None = None
 
     @property
     def base_url(self) -> str:
@@ -53,7 +54,8 @@ class GatewayProcess:
             text=True,
         )
         ready = threading.Event()
-        threading.Thread(target=self._read_output, args=(ready,), daemon=True).start()
+        self._reader = threading.Thread(target=self._read_output, args=(ready,), daemon=True)
+        self._reader.start()
         if not ready.wait(timeout):
             self.kill()
             raise RuntimeError("gateway did not start:\n" + "".join(self.output))
@@ -89,6 +91,7 @@ class GatewayProcess:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait(timeout=10)
+        self._close_output()
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -97,3 +100,10 @@ class GatewayProcess:
                 self.proc.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 self.kill()
+        self._close_output()
+
+    def _close_output(self) -> None:
+        if self._reader is not None:
+            self._reader.join(timeout=10)  # ends at EOF, once the process has exited
+        if self.proc is not None and self.proc.stdout is not None:
+            self.proc.stdout.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -17,6 +18,9 @@ from gateway.app import build_core, create_app
 from gateway.core import Core
 from gateway.settings import Settings
 from tests.services.net import free_port
+
+# httpx builds an SSL context per client (~100 ms); tests open many clients.
+SHARED_SSL = ssl.create_default_context()
 
 
 def test_settings(database_url: str, **overrides: Any) -> Settings:
@@ -43,7 +47,9 @@ class RunningGateway:
 
     def client(self, key: str | None = None, **kwargs: Any) -> httpx.AsyncClient:
         headers = {"Authorization": f"Bearer {key or self.api_key}"}
-        return httpx.AsyncClient(base_url=self.api_base, headers=headers, timeout=30, **kwargs)
+        return httpx.AsyncClient(
+            base_url=self.api_base, headers=headers, timeout=30, verify=SHARED_SSL, **kwargs
+        )
 
     async def new_key(self, project: str, **kwargs: Any) -> str:
         return (await bootstrap.create_key(self.core, project=project, **kwargs)).key

@@ -1,0 +1,46 @@
+"""Small test helpers shared by several test files."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from gateway.store import projects as project_store
+from gateway.webhooks import add_endpoint
+from tests.services.inprocess import RunningGateway
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], *, within: float = 15) -> None:
+    """Wait until an observable condition holds (fails with TimeoutError otherwise)."""
+    async with asyncio.timeout(within):
+        while not await check():
+            await asyncio.sleep(0.02)
+
+
+async def add_webhook(gateway: RunningGateway, url: str, project: str = "default") -> str:
+    async with gateway.core.db.read() as conn:
+        row = await project_store.get_project(conn, project)
+    assert row is not None and row.id is not None
+    _endpoint_id, secret = await add_endpoint(gateway.core, project_id=row.id, url=url, events=None)
+    return secret
+
+
+async def jobs(gateway: RunningGateway, **params: Any) -> list[dict[str, Any]]:
+    async with gateway.client() as client:
+        response = await client.get(f"{gateway.base_url}/gateway/v1/jobs", params=params)
+        assert response.status_code == 200, response.text
+        items: list[dict[str, Any]] = response.json()["items"]
+        return items
+
+
+async def outbox_idle(gateway: RunningGateway) -> bool:
+    return not [job for job in await jobs(gateway) if job["status"] in ("pending", "running")]
+
+
+async def events(gateway: RunningGateway, call_id: str) -> dict[str, Any]:
+    async with gateway.client() as client:
+        response = await client.get(f"{gateway.base_url}/gateway/v1/calls/{call_id}/events")
+        assert response.status_code == 200, response.text
+        result: dict[str, Any] = response.json()
+        return result

@@ -8,7 +8,7 @@ import json
 import httpx
 from standardwebhooks.webhooks import Webhook
 
-from tests.helpers import add_webhook, eventually, events, jobs, outbox_idle
+from tests.helpers import add_webhook, events, eventually, jobs, outbox_idle
 from tests.services.inprocess import RunningGateway
 from tests.services.receiver import WebhookReceiver
 

@@ -25,7 +25,8 @@ class RetryPolicy:
         if self.schedule:
             seconds = self.schedule[min(attempts, len(self.schedule) - 1)]
         else:
-            seconds = min(self.cap, self.base * 2 ** max(attempts - 1, 0))
+            exponent = min(max(attempts - 1, 0), 64)  # 2**1025 does not fit in a float
+            seconds = min(self.cap, self.base * 2**exponent)
         seconds *= 1 + self.jitter * (2 * self.rand() - 1)
         if retry_after is not None:
             seconds = max(seconds, retry_after)  # never earlier than the server asked

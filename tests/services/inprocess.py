@@ -35,6 +35,9 @@ def test_settings(database_url: str, **overrides: Any) -> Settings:
     return Settings(_env_file=None, **(values | overrides))  # type: ignore[call-arg]
 
 
+test_settings.__test__ = False  # type: ignore[attr-defined]  # a helper, not a test
+
+
 @dataclass
 class RunningGateway:
     core: Core

@@ -18,6 +18,8 @@ class Received:
 class WebhookReceiver:
     port: int
     status: int = 200
+    # Answers for the first deliveries, in order; `status` after they run out.
+    script: list[int] = field(default_factory=list)
     received: list[Received] = field(default_factory=list)
     _changed: asyncio.Condition = field(default_factory=asyncio.Condition)
     _runner: web.AppRunner | None = None
@@ -28,10 +30,11 @@ class WebhookReceiver:
 
     async def _handle(self, request: web.Request) -> web.Response:
         body = await request.read()
+        status = self.script.pop(0) if self.script else self.status
         async with self._changed:
             self.received.append(Received(dict(request.headers), body))
             self._changed.notify_all()
-        return web.json_response({"ok": self.status < 300}, status=self.status)
+        return web.json_response({"ok": status < 300}, status=status)
 
     async def start(self) -> WebhookReceiver:
         app = web.Application()

@@ -51,7 +51,9 @@ class Dispatcher:
         self.core = core
         self.http = http
         self.batch = batch
-        self.channel_policy = channel_policy or RetryPolicy()
+        self.channel_policy = channel_policy or RetryPolicy(
+            base=core.settings.channel_retry_base_seconds
+        )
         self.webhook_policy = webhook_policy or RetryPolicy(schedule=core.settings.webhook_delays)
         self._stopping = asyncio.Event()
         self._handlers: dict[str, Callable[[OutboxJob], Awaitable[Record]]] = {

@@ -26,6 +26,8 @@ class Settings(BaseSettings):
     # Seconds before each webhook attempt (Svix's schedule); tests shorten it.
     webhook_retry_schedule: str = DEFAULT_WEBHOOK_SCHEDULE
     webhook_timeout_seconds: float = Field(default=15.0, gt=0)
+    # First retry delay of a failed channel delivery; doubles per attempt, up to 5 minutes.
+    channel_retry_base_seconds: float = Field(default=2.0, gt=0)
     outbox_poll_seconds: float = Field(default=1.0, gt=0)
 
     @field_validator("config", "secret_key", "public_url", mode="before")

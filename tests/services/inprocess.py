@@ -30,6 +30,7 @@ def test_settings(database_url: str, **overrides: Any) -> Settings:
         "webhook_allow_private": True,
         "webhook_retry_schedule": "0,0.05,0.1,0.2,0.4,0.8",
         "outbox_poll_seconds": 0.2,
+        "channel_retry_base_seconds": 0.05,
         "config": None,
     }
     return Settings(_env_file=None, **(values | overrides))  # type: ignore[call-arg]
@@ -59,8 +60,11 @@ class RunningGateway:
 
 
 @asynccontextmanager
-async def running_gateway(settings: Settings) -> AsyncIterator[RunningGateway]:
+async def running_gateway(
+    settings: Settings, *, channels: dict[str, Any] | None = None
+) -> AsyncIterator[RunningGateway]:
     core = build_core(settings)
+    core.channels = {**core.channels, **(channels or {})}
     port = free_port()
     config = uvicorn.Config(
         create_app(core), host="127.0.0.1", port=port, log_level="warning", lifespan="on"

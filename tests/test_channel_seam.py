@@ -1,0 +1,159 @@
+"""The channel seam: the dispatcher delivers each routed target through a channel, records
+what happened on the delivery row, retries what may succeed, and updates posts later."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from channels import REGISTRY
+from channels.base import Channel
+from gateway.errors import DeliveryError
+from gateway.routing import Target
+from gateway.views import RequestView, Sent
+from tests.helpers import events, eventually, outbox_idle
+from tests.services.inprocess import RunningGateway, running_gateway, test_settings
+
+
+@dataclass
+class RecordingChannel:
+    """A channel that records calls; `script` says how each send ends."""
+
+    name: str = "slack"
+    script: list[str] = field(default_factory=list)
+    sends: list[tuple[RequestView, Target]] = field(default_factory=list)
+    updates: list[tuple[RequestView, dict[str, Any]]] = field(default_factory=list)
+
+    def missing_settings(self) -> list[str]:
+        return []
+
+    async def start(self) -> None:
+        return None
+
+    async def send(self, request: RequestView, target: Target, /) -> Sent:
+        self.sends.append((request, target))
+        outcome = self.script.pop(0) if self.script else "ok"
+        if outcome == "rate_limited":
+            raise DeliveryError("429 ratelimited", retryable=True, retry_after=0.05)
+        if outcome == "server_error":
+            raise DeliveryError("500 internal_error", retryable=True)
+        if outcome == "timeout":
+            raise TimeoutError("the platform did not answer")
+        if outcome == "refused":
+            raise DeliveryError("channel_not_found", retryable=False)
+        ts = f"1700000000.{len(self.sends):06d}"
+        return Sent(ref={"channel": target.address["channel"], "ts": ts}, slack_message_ts=ts)
+
+    async def update(self, request: RequestView, target: Target, ref: dict[str, Any], /) -> None:
+        self.updates.append((request, ref))
+
+    async def aclose(self) -> None:
+        return None
+
+
+@pytest.fixture
+def channel() -> RecordingChannel:
+    return RecordingChannel()
+
+
+@pytest.fixture
+async def gateway(db_url: str, channel: RecordingChannel) -> AsyncIterator[RunningGateway]:
+    async with running_gateway(test_settings(db_url), channels={"slack": channel}) as running:
+        yield running
+
+
+async def create(gateway: RunningGateway, call_id: str) -> None:
+    spec = {"fn": "f", "kwargs": {"x": 1}, "channel": {"slack": {"channel_or_user_id": "C1"}}}
+    async with gateway.client() as client:
+        body = {"run_id": "r", "call_id": call_id, "spec": spec}
+        assert (await client.post("/function_calls", json=body)).status_code == 200
+
+
+async def delivery(gateway: RunningGateway, call_id: str) -> dict[str, Any]:
+    [row] = (await events(gateway, call_id))["deliveries"]
+    return dict(row)
+
+
+async def test_sent_then_updated_after_a_decision(
+    gateway: RunningGateway, channel: RecordingChannel
+) -> None:
+    await create(gateway, "s1")
+    await eventually(lambda: outbox_idle(gateway))
+    assert (await delivery(gateway, "s1"))["status"] == "sent"
+    [(view, target)] = channel.sends
+    assert view.call_id == "s1" and view.spec["kwargs"] == {"x": 1} and target.channel == "slack"
+    async with gateway.client() as client:
+        assert (await client.get("/function_calls/s1")).json()["status"]["slack_message_ts"]
+        reply = await client.post("/agent/function_calls/s1/respond", json={"approved": True})
+        assert reply.status_code == 200
+    await eventually(lambda: outbox_idle(gateway))
+    [(updated, ref)] = channel.updates
+    assert updated.status == "approved" and updated.user_info is not None
+    assert ref == {"channel": "C1", "ts": "1700000000.000001"}
+
+
+@pytest.mark.parametrize("failure", ["rate_limited", "server_error", "timeout"])
+async def test_retryable_failures_are_retried(
+    gateway: RunningGateway, channel: RecordingChannel, failure: str
+) -> None:
+    channel.script = [failure, failure]
+    await create(gateway, "r1")
+    await eventually(lambda: outbox_idle(gateway))
+    assert len(channel.sends) == 3
+    assert (await delivery(gateway, "r1"))["status"] == "sent"
+
+
+async def test_refusal_marks_the_delivery_failed(
+    gateway: RunningGateway, channel: RecordingChannel
+) -> None:
+    channel.script = ["refused"]
+    await create(gateway, "f1")
+    await eventually(lambda: outbox_idle(gateway))
+    row = await delivery(gateway, "f1")
+    assert row["status"] == "failed" and "channel_not_found" in row["error"]
+    assert "delivery_failed" in [e["type"] for e in (await events(gateway, "f1"))["events"]]
+    async with gateway.client() as client:  # still pending, still answerable
+        reply = await client.post("/agent/function_calls/f1/respond", json={"approved": True})
+    assert reply.status_code == 200 and len(channel.sends) == 1
+
+
+async def test_decided_before_delivery_is_not_sent(
+    gateway: RunningGateway, channel: RecordingChannel
+) -> None:
+    gate = asyncio.Event()
+    original = channel.send
+
+    async def gated_send(request: RequestView, target: Target, /) -> Sent:
+        result = await original(request, target)  # recorded on entry
+        await gate.wait()
+        return result
+
+    channel.send = gated_send  # type: ignore[method-assign]
+    await create(gateway, "first")
+
+    async def worker_busy() -> bool:
+        return len(channel.sends) == 1
+
+    await eventually(worker_busy)  # the worker is inside the first send, holding its batch
+    await create(gateway, "second")
+    async with gateway.client() as client:
+        reply = await client.post("/agent/function_calls/second/respond", json={"approved": True})
+        assert reply.status_code == 200
+    gate.set()
+    await eventually(lambda: outbox_idle(gateway))
+    assert [view.call_id for view, _target in channel.sends] == ["first"]
+    [row] = (await events(gateway, "second"))["deliveries"]
+    assert row["status"] == "skipped" and "approved before delivery" in row["error"]
+
+
+def test_every_registered_channel_implements_the_seam() -> None:
+    for name, factory in REGISTRY.items():
+        channel: Channel = factory()
+        assert channel.name == name
+        assert isinstance(channel.missing_settings(), list)
+        for method in ("start", "send", "update", "aclose"):
+            assert asyncio.iscoroutinefunction(getattr(channel, method)), (name, method)

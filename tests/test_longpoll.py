@@ -1,0 +1,114 @@
+"""Long-poll: GET ...?wait=S answers as soon as the request is decided."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import httpx
+
+from gateway import decisions
+from gateway.app import build_core
+from gateway.lifecycle import Event
+from gateway.store import requests as request_store
+from tests.helpers import eventually
+from tests.services.inprocess import RunningGateway, running_gateway, test_settings
+
+
+async def create(client: httpx.AsyncClient, call_id: str, *, contact: bool = False) -> None:
+    if contact:
+        body = {"run_id": "r", "call_id": call_id, "spec": {"msg": "?"}}
+        response = await client.post("/contact_requests", json=body)
+    else:
+        body = {"run_id": "r", "call_id": call_id, "spec": {"fn": "f", "kwargs": {}}}
+        response = await client.post("/function_calls", json=body)
+    assert response.status_code == 200, response.text
+
+
+async def waiting(gateway: RunningGateway, count: int = 1) -> None:
+    async def registered() -> bool:
+        return len(gateway.core.waiters) >= count
+
+    await eventually(registered)
+
+
+async def test_waiter_returns_when_decided(gateway: RunningGateway) -> None:
+    async with gateway.client() as client:
+        await create(client, "lp")
+        started = time.monotonic()
+        waiter = asyncio.create_task(client.get("/function_calls/lp", params={"wait": 30}))
+        await waiting(gateway)
+        reply = await client.post("/agent/function_calls/lp/respond", json={"approved": True})
+        assert reply.status_code == 200
+        answer = (await waiter).json()
+    assert answer["status"]["approved"] is True
+    assert time.monotonic() - started < 15  # far inside the 30 s it would otherwise wait
+    assert len(gateway.core.waiters) == 0  # nothing left registered
+
+
+async def test_contact_waiter_returns_when_answered(gateway: RunningGateway) -> None:
+    async with gateway.client() as client:
+        await create(client, "lp-hc", contact=True)
+        waiter = asyncio.create_task(client.get("/human_contacts/lp-hc", params={"wait": 30}))
+        await waiting(gateway)
+        await client.post("/agent/human_contacts/lp-hc/respond", json={"response": "yes"})
+        assert (await waiter).json()["status"]["response"] == "yes"
+
+
+async def test_wait_expires_with_the_pending_record(sqlite_gateway: RunningGateway) -> None:
+    async with sqlite_gateway.client() as client:
+        await create(client, "slow")
+        started = time.monotonic()
+        answer = await client.get("/function_calls/slow", params={"wait": 0.5})
+    assert answer.status_code == 200 and answer.json()["status"]["approved"] is None
+    assert time.monotonic() - started >= 0.5
+
+
+async def test_decided_request_answers_at_once(sqlite_gateway: RunningGateway) -> None:
+    async with sqlite_gateway.client() as client:
+        await create(client, "done")
+        await client.post("/agent/function_calls/done/respond", json={"approved": True})
+        started = time.monotonic()
+        answer = await client.get("/function_calls/done", params={"wait": 30})
+    assert answer.json()["status"]["approved"] is True and time.monotonic() - started < 5
+
+
+async def test_decision_by_another_process_reaches_the_waiter(
+    sqlite_gateway: RunningGateway,
+) -> None:
+    """The CLI decides in its own process: no in-process wake-up, the waiter re-reads."""
+    other = build_core(sqlite_gateway.core.settings)
+    try:
+        async with sqlite_gateway.client() as client:
+            await create(client, "cli")
+            waiter = asyncio.create_task(client.get("/function_calls/cli", params={"wait": 30}))
+            await waiting(sqlite_gateway)
+            async with other.db.read() as conn:
+                rows, _ = await request_store.list_requests(
+                    conn, 1, "function_call", status="pending", run_id=None, limit=1, offset=0
+                )
+            info = {"channel": "cli", "name": "ops"}
+            await decisions.decide(other, rows[0], decisions.Decision(Event.APPROVE, info))
+            answer = (await waiter).json()
+        assert answer["status"]["user_info"] == info
+    finally:
+        await other.db.aclose()
+
+
+async def test_decision_on_another_replica_wakes_the_waiter(pg_url: str) -> None:
+    """Two replicas on one PostgreSQL: the decision's NOTIFY wakes the other's waiter."""
+    slow_poll = {"outbox_poll_seconds": 60}  # no re-read fallback within the test
+    async with (
+        running_gateway(test_settings(pg_url, **slow_poll)) as replica_a,
+        running_gateway(test_settings(pg_url, **slow_poll)) as replica_b,
+    ):
+        async with replica_a.client() as a, replica_b.client(replica_a.api_key) as b:
+            await create(a, "x-replica")
+            started = time.monotonic()
+            waiter = asyncio.create_task(a.get("/function_calls/x-replica", params={"wait": 30}))
+            await waiting(replica_a)
+            reply = await b.post("/agent/function_calls/x-replica/respond", json={"approved": True})
+            assert reply.status_code == 200
+            answer = (await waiter).json()
+        assert answer["status"]["approved"] is True
+        assert time.monotonic() - started < 15

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
+from gateway.store import Database, migrate
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings
 from tests.services.net import free_port
 from tests.services.postgres import ThrowawayPostgres, createdb, dropdb, find_bindir
 from tests.services.receiver import WebhookReceiver
 
 IN_CI = os.environ.get("CI") == "true"
+MIGRATED_TEMPLATE = "gw_template"
 
 
 def missing_service(what: str) -> None:
@@ -31,15 +34,26 @@ def postgres_server() -> Iterator[ThrowawayPostgres]:
     assert bindir is not None
     server = ThrowawayPostgres(bindir).start()
     try:
+        createdb(server, MIGRATED_TEMPLATE)
+        asyncio.run(_migrate(server.url(MIGRATED_TEMPLATE)))
         yield server
     finally:
         server.stop()
 
 
+async def _migrate(url: str) -> None:
+    database = Database(url)
+    try:
+        await migrate.upgrade(database)
+    finally:
+        await database.aclose()
+
+
 @pytest.fixture
 def pg_url(postgres_server: ThrowawayPostgres) -> Iterator[str]:
+    """A fresh database per test, copied from one migrated once per session."""
     name = "t_" + uuid.uuid4().hex[:12]
-    createdb(postgres_server, name)
+    createdb(postgres_server, name, template=MIGRATED_TEMPLATE)
     try:
         yield postgres_server.url(name)
     finally:

@@ -82,39 +82,16 @@ class ThrowawayPostgres:
             shutil.rmtree(self.root, ignore_errors=True)
 
 
-def createdb(server: ThrowawayPostgres, name: str) -> None:
-    subprocess.run(
-        [
-            str(server.bindir / "createdb"),
-            "-h",
-            "127.0.0.1",
-            "-p",
-            str(server.port),
-            "-U",
-            "postgres",
-            name,
-        ],
-        check=True,
-        capture_output=True,
-        timeout=60,
-    )
+def _client(server: ThrowawayPostgres, program: str, *args: str, check: bool) -> None:
+    address = ["-h", "127.0.0.1", "-p", str(server.port), "-U", "postgres"]
+    command = [str(server.bindir / program), *address, *args]
+    subprocess.run(command, check=check, capture_output=True, timeout=60)
+
+
+def createdb(server: ThrowawayPostgres, name: str, *, template: str | None = None) -> None:
+    copy = ["-T", template] if template else []
+    _client(server, "createdb", *copy, name, check=True)
 
 
 def dropdb(server: ThrowawayPostgres, name: str) -> None:
-    subprocess.run(
-        [
-            str(server.bindir / "dropdb"),
-            "-h",
-            "127.0.0.1",
-            "-p",
-            str(server.port),
-            "-U",
-            "postgres",
-            "--force",
-            "--if-exists",
-            name,
-        ],
-        check=False,
-        capture_output=True,
-        timeout=60,
-    )
+    _client(server, "dropdb", "--force", "--if-exists", name, check=False)

@@ -5,16 +5,18 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from channels import REGISTRY
-from gateway.errors import DeliveryError
-from gateway.routing import load_config
+from gateway.errors import DeliveryError, InvalidInput
+from gateway.routing import RoutingConfig, load_config
 from gateway.settings import Settings
 from gateway.ssrf import pin_public
 from gateway.store import Database
 from gateway.store import projects as project_store
+from gateway.store.tables import ApiKey
 
 
 async def run_checks(settings: Settings) -> int:
     problems: list[str] = []
+    config: RoutingConfig | None = None
     try:
         settings.secret_key_value()
     except RuntimeError as error:
@@ -36,7 +38,10 @@ async def run_checks(settings: Settings) -> int:
         async with db.read() as conn:
             await conn.execute(sa.text("SELECT 1"))
             hooks = await project_store.list_webhooks(conn)
+            keys = await project_store.list_keys(conn)
         print(f"ok   database: {db!r}")
+        if config is not None:
+            problems += _stale_key_targets(config, [key for key, _project in keys])
         if not settings.webhook_allow_private:
             for hook in hooks:
                 try:
@@ -50,3 +55,15 @@ async def run_checks(settings: Settings) -> int:
     for problem in problems:
         print(f"FAIL {problem}")
     return 1 if problems else 0
+
+
+def _stale_key_targets(config: RoutingConfig, keys: list[ApiKey]) -> list[str]:
+    """Keys whose default target the current config no longer defines."""
+    problems = []
+    for key in keys:
+        if key.target and key.revoked_at is None:
+            try:
+                config.expand(key.target, via=f"api key {key.id}")
+            except InvalidInput as error:
+                problems.append(f"api key {key.id} ({key.prefix}…): {error}")
+    return problems

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -70,6 +71,13 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON (use null or a string)")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):  # 1e999 parses to inf, which JSON cannot carry back
+        raise ValueError(f"the number {text[:40]} is too large for a 64-bit float")
+    return value
+
+
 def _has_lone_surrogate(value: Any) -> bool:
     if isinstance(value, str):
         try:
@@ -88,7 +96,7 @@ def strict_loads(body: bytes) -> Any:
     """json.loads, minus what JSON itself forbids but Python accepts."""
     text = body.decode("utf-8", errors="strict") if isinstance(body, bytes) else body
     try:
-        value = json.loads(text, parse_constant=_reject_constant)
+        value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except ValueError as error:
         if isinstance(error, json.JSONDecodeError):
             raise

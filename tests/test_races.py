@@ -68,3 +68,20 @@ async def test_contact_answered_once(gateway: RunningGateway) -> None:
         stored = (await client.get("/human_contacts/q")).json()
     assert stored["status"]["response"] == winner["status"]["response"]
     assert json.dumps(stored["status"]["user_info"]) == json.dumps(winner["status"]["user_info"])
+
+
+async def test_concurrent_identical_creates_store_one_request(gateway: RunningGateway) -> None:
+    """An agent retrying a timed-out create: every copy gets the one stored record."""
+    body = {"run_id": "r", "call_id": "dup", "spec": {"fn": "f", "kwargs": {"a": 1}}}
+
+    async def create() -> httpx.Response:
+        async with gateway.client() as client:
+            return await client.post("/function_calls", json=body)
+
+    replies = await asyncio.gather(*(create() for _ in range(RESPONDERS)))
+    assert {reply.status_code for reply in replies} == {200}
+    assert len({reply.json()["status"]["requested_at"] for reply in replies}) == 1
+    async with gateway.client() as client:
+        listed = (await client.get("/function_calls")).json()
+    assert listed["total"] == 1
+    assert [e["type"] for e in (await events(gateway, "dup"))["events"]].count("created") == 1

@@ -164,6 +164,7 @@ async def get(
         return to_wire(row)
     deadline = asyncio.get_running_loop().time() + min(wait, MAX_WAIT_SECONDS)
     with core.waiters.watch(row.rid) as decided:
+        row = await find(core, caller, kind, call_id)  # a decision before watch() is seen here
         while row.status == Status.PENDING:
             remaining = deadline - asyncio.get_running_loop().time()
             if remaining <= 0:

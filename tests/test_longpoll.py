@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import httpx
+import pytest
 
-from gateway import decisions
+from gateway import decisions, intake
 from gateway.app import build_core
 from gateway.lifecycle import Event
 from gateway.store import requests as request_store
+from gateway.store.tables import Request
 from tests.helpers import eventually
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings
 
@@ -112,3 +115,30 @@ async def test_decision_on_another_replica_wakes_the_waiter(pg_url: str) -> None
             answer = (await waiter).json()
         assert answer["status"]["approved"] is True
         assert time.monotonic() - started < 15
+
+
+async def test_decision_just_before_the_waiter_registers_is_seen(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A decision that commits between the first read and watch() must not be missed."""
+    settings = test_settings(f"sqlite+aiosqlite:///{tmp_path}/race.db", outbox_poll_seconds=60)
+    async with running_gateway(settings) as gateway:
+        first_read = intake.find
+        reads = 0
+
+        async def read_then_someone_decides(*args: Any, **kwargs: Any) -> Request:
+            nonlocal reads
+            row = await first_read(*args, **kwargs)
+            reads += 1
+            if reads == 1:  # the handler's first read saw "pending"; now a person decides
+                info = {"channel": "cli", "name": "ops"}
+                await decisions.decide(gateway.core, row, decisions.Decision(Event.APPROVE, info))
+            return row
+
+        async with gateway.client() as client:
+            await create(client, "edge")
+            monkeypatch.setattr(intake, "find", read_then_someone_decides)
+            started = time.monotonic()
+            answer = await client.get("/function_calls/edge", params={"wait": 10})
+        assert answer.json()["status"]["approved"] is True
+        assert time.monotonic() - started < 5  # not the 10 s wait, nor a 60 s re-read slice

@@ -14,7 +14,7 @@ from gateway.core import Caller, Core
 from gateway.crypto import new_rid
 from gateway.errors import Conflict, NotFound
 from gateway.lifecycle import Kind, Status
-from gateway.models import FunctionCallIn, HumanContactIn
+from gateway.models import FunctionCallIn, HumanContactIn, is_call_id
 from gateway.routing import Target, resolve
 from gateway.store import dumps, utcnow
 from gateway.store import outbox as outbox_store
@@ -148,6 +148,8 @@ async def create(core: Core, caller: Caller, kind: Kind, body: Incoming) -> dict
 
 async def find(core: Core, caller: Caller, kind: Kind, call_id: str) -> Request:
     """The caller's request of this kind, or NotFound (also for another project's call)."""
+    if not is_call_id(call_id):  # cannot exist; PostgreSQL would also refuse a NUL in text
+        raise NotFound(f"no {noun(kind)} with call_id {call_id!r} in this project")
     async with core.db.read() as conn:
         row = await request_store.get_by_call_id(conn, caller.project_id, call_id)
     if row is None or row.kind != kind:

@@ -6,6 +6,7 @@ an explicit null, so every optional field accepts None.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -14,6 +15,7 @@ from pydantic import (
     ConfigDict,
     Field,
     SecretStr,
+    StrictBool,
     StringConstraints,
     model_validator,
 )
@@ -22,6 +24,25 @@ _NO_CONTROL_CHARS = r"^[^\x00-\x1f\x7f]+$"
 
 # Ids are stored in indexed columns, so they are short and printable.
 Id = Annotated[str, StringConstraints(min_length=1, max_length=255, pattern=_NO_CONTROL_CHARS)]
+
+# A call_id travels in URL paths (the SDK formats it in unescaped), so it must stay one segment.
+_CALL_ID = re.compile(r"(?!\.{1,2}$)[^\x00-\x1f\x7f/\\?#%]{1,255}")
+
+
+def is_call_id(value: str) -> bool:
+    return _CALL_ID.fullmatch(value) is not None
+
+
+def _call_id(value: str) -> str:
+    if not is_call_id(value):
+        raise ValueError(
+            "call_id must be 1-255 characters without control characters, '/', '\\', '?', "
+            "'#' or '%', and not '.' or '..' (it is part of URLs)"
+        )
+    return value
+
+
+CallId = Annotated[str, StringConstraints(max_length=255), AfterValidator(_call_id)]
 
 
 def _no_nul(value: str) -> str:
@@ -149,13 +170,13 @@ class HumanContactSpec(WireModel):
 
 class FunctionCallIn(WireModel):
     run_id: Id
-    call_id: Id
+    call_id: CallId
     spec: FunctionCallSpec
 
 
 class HumanContactIn(WireModel):
     run_id: Id
-    call_id: Id
+    call_id: CallId
     spec: HumanContactSpec
 
 
@@ -169,7 +190,7 @@ class UserInfo(WireModel):
 
 
 class FunctionCallStatusIn(WireModel):
-    approved: bool | None = None
+    approved: StrictBool | None = None  # "yes" or "1" must not approve anything
     comment: Text | None = None
     reject_option_name: Id | None = None
     user_info: UserInfo | None = None

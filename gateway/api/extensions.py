@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query
 
 from gateway.api.auth import CallerDep, CoreDep
 from gateway.errors import NotFound
+from gateway.models import is_call_id
 from gateway.store import as_utc
 from gateway.store import outbox as outbox_store
 from gateway.store import requests as request_store
@@ -22,7 +23,9 @@ JobStatus = Literal["pending", "running", "done", "dead"]
 async def call_events(call_id: str, core: CoreDep, caller: CallerDep) -> dict[str, Any]:
     """The audit trail and deliveries of one request (function call or human contact)."""
     async with core.db.read() as conn:
-        row = await request_store.get_by_call_id(conn, caller.project_id, call_id)
+        row = None
+        if is_call_id(call_id):
+            row = await request_store.get_by_call_id(conn, caller.project_id, call_id)
         if row is None:
             raise NotFound(f"no request with call_id {call_id!r} in this project")
         events = await request_store.list_events(conn, row.rid)

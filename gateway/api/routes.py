@@ -25,6 +25,7 @@ Wait = Annotated[
     Query(gt=0, le=60, description="Long-poll: answer when decided, or after this many seconds"),
 ]
 Limit = Annotated[int, Query(ge=1, le=1000)]
+RunId = Annotated[str | None, Query(max_length=255, pattern=r"^[^\x00-\x1f\x7f]+$")]
 Offset = Annotated[int, Query(ge=0)]
 Wire = dict[str, Any]
 
@@ -39,7 +40,7 @@ async def list_function_calls(
     core: CoreDep,
     caller: CallerDep,
     status: Status | None = None,
-    run_id: str | None = None,
+    run_id: RunId = None,
     limit: Limit = 100,
     offset: Offset = 0,
 ) -> Wire:
@@ -90,7 +91,7 @@ async def list_human_contacts(
     core: CoreDep,
     caller: CallerDep,
     status: Status | None = None,
-    run_id: str | None = None,
+    run_id: RunId = None,
     limit: Limit = 100,
     offset: Offset = 0,
 ) -> Wire:

@@ -15,7 +15,7 @@ from gateway.errors import Conflict, InvalidInput
 from gateway.intake import find, noun
 from gateway.lifecycle import Event, Kind, Status, transition
 from gateway.models import Escalation, FunctionCallStatusIn, HumanContactStatusIn
-from gateway.routing import channel_targets
+from gateway.routing import SERVED_BY_GATEWAY, channel_targets
 from gateway.store import as_utc, dumps, utcnow
 from gateway.store import outbox as outbox_store
 from gateway.store import requests as request_store
@@ -120,7 +120,7 @@ async def _after_decision(conn: AsyncConnection, core: Core, row: Request) -> No
         {"status": row.status, "by": json.loads(row.user_info_json or "{}")},
     )
     for delivery in await request_store.list_deliveries(conn, [row.rid]):
-        if delivery.status == "sent":
+        if delivery.status == "sent" and delivery.channel not in SERVED_BY_GATEWAY:
             await outbox_store.enqueue(
                 conn,
                 "update",

@@ -7,7 +7,6 @@ import contextlib
 import hashlib
 from typing import Any
 
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.core import Caller, Core
@@ -15,7 +14,7 @@ from gateway.crypto import new_rid
 from gateway.errors import Conflict, NotFound
 from gateway.lifecycle import Kind, Status
 from gateway.models import FunctionCallIn, HumanContactIn, is_call_id
-from gateway.routing import Target, resolve
+from gateway.routing import SERVED_BY_GATEWAY, Target, resolve
 from gateway.store import dumps, utcnow
 from gateway.store import outbox as outbox_store
 from gateway.store import requests as request_store
@@ -63,7 +62,9 @@ def _route(core: Core, caller: Caller, kind: Kind, body: Incoming) -> list[Targe
 
 
 def _delivery_plan(core: Core, target: Target) -> tuple[str, str | None]:
-    """('queued', None) when the target's channel can deliver, else why it cannot."""
+    """The delivery's first status, and why it cannot be delivered when it cannot."""
+    if target.channel in SERVED_BY_GATEWAY:
+        return "sent", None
     channel = core.channels.get(target.channel)
     if channel is None:
         return "unconfigured", f"this gateway has no {target.channel} channel"
@@ -76,26 +77,37 @@ def _delivery_plan(core: Core, target: Target) -> tuple[str, str | None]:
 async def _record_route(
     conn: AsyncConnection, core: Core, row: Request, route: list[Target]
 ) -> None:
-    await request_store.add_event(conn, row.rid, "created", {"call_id": row.call_id})
-    await request_store.add_event(conn, row.rid, "routed", {"targets": len(route)})
+    audit: list[tuple[str, dict[str, Any]]] = [
+        ("created", {"call_id": row.call_id}),
+        ("routed", {"targets": len(route)}),
+    ]
     for target in route:
         status, error = _delivery_plan(core, target)
-        target_json = target.model_dump(mode="json")
+        ref = {"url": core.link(row.rid)} if status == "sent" else None
         delivery_id = await request_store.add_delivery(
-            conn, row.rid, target.channel, target_json, status=status, error=error
-        )
-        if error is not None:
-            detail = {"delivery_id": delivery_id, "channel": target.channel, "error": error}
-            await request_store.add_event(conn, row.rid, "delivery_failed", detail)
-            continue
-        await outbox_store.enqueue(
             conn,
-            "deliver",
-            {"delivery_id": delivery_id},
-            rid=row.rid,
-            project_id=row.project_id,
-            max_attempts=DELIVER_ATTEMPTS,
+            row.rid,
+            target.channel,
+            target.model_dump(mode="json"),
+            status=status,
+            error=error,
+            ref=ref,
         )
+        detail = {"delivery_id": delivery_id, "channel": target.channel}
+        if status == "queued":
+            await outbox_store.enqueue(
+                conn,
+                "deliver",
+                {"delivery_id": delivery_id},
+                rid=row.rid,
+                project_id=row.project_id,
+                max_attempts=DELIVER_ATTEMPTS,
+            )
+        elif status == "sent":
+            audit.append(("delivered", detail))
+        else:
+            audit.append(("delivery_failed", detail | {"error": error}))
+    await request_store.add_events(conn, row.rid, audit)
 
 
 def _same_request(existing: Request, kind: Kind, fingerprint: str) -> Request:
@@ -128,20 +140,12 @@ async def create(core: Core, caller: Caller, kind: Kind, body: Incoming) -> dict
         status=Status.PENDING.value,
         requested_at=utcnow(),
     )
-    try:
-        async with core.db.write() as conn:
+    async with core.db.write() as conn:
+        if not await request_store.insert_request(conn, row):
             existing = await request_store.get_by_call_id(conn, caller.project_id, body.call_id)
-            if existing is not None:
-                return to_wire(_same_request(existing, kind, fingerprint))
-            await request_store.insert_request(conn, row)
-            await _record_route(conn, core, row, route)
-    except IntegrityError:
-        # A concurrent create with the same call_id won the insert (PostgreSQL).
-        async with core.db.read() as conn:
-            existing = await request_store.get_by_call_id(conn, caller.project_id, body.call_id)
-        if existing is None:
-            raise
-        return to_wire(_same_request(existing, kind, fingerprint))
+            assert existing is not None  # the insert found it
+            return to_wire(_same_request(existing, kind, fingerprint))
+        await _record_route(conn, core, row, route)
     core.outbox_wakeup.set()
     return to_wire(row)
 

@@ -55,6 +55,10 @@ class WebhookConfig(Strict):
     events: list[str] | None = None
 
 
+# The gateway serves these itself (the console reads the store): nothing to send or edit.
+SERVED_BY_GATEWAY = frozenset({"web"})
+
+
 class Target(BaseModel):
     """One place a request goes: a channel and a channel-specific address."""
 

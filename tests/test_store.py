@@ -48,7 +48,7 @@ async def new_request(db: Database, call_id: str = "c1") -> Request:
             status="pending",
             requested_at=utcnow(),
         )
-        await request_store.insert_request(conn, row)
+        assert await request_store.insert_request(conn, row)
     return row
 
 
@@ -79,22 +79,12 @@ async def test_concurrent_decisions_have_one_winner(db: Database) -> None:
 
 
 async def test_call_id_is_unique_per_project(db: Database) -> None:
-    await new_request(db, "same")
-    with pytest.raises(sa.exc.IntegrityError):
-        async with db.write() as conn:
-            row = Request(
-                rid="other",
-                project_id=1,
-                kind="function_call",
-                call_id="same",
-                run_id="r",
-                spec_json="{}",
-                body_hash="h",
-                route_json="[]",
-                status="pending",
-                requested_at=utcnow(),
-            )
-            await request_store.insert_request(conn, row)
+    first = await new_request(db, "same")
+    async with db.write() as conn:
+        duplicate = first.model_copy(update={"rid": "other", "run_id": "other-run"})
+        assert await request_store.insert_request(conn, duplicate) is False
+        stored = await request_store.get_by_call_id(conn, first.project_id, "same")
+    assert stored is not None and stored.rid == first.rid and stored.run_id == "r"
 
 
 async def enqueue(db: Database, count: int) -> list[int]:

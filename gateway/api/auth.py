@@ -12,7 +12,7 @@ from gateway.errors import Unauthorized
 from gateway.store import projects as project_store
 
 
-def get_core(request: Request) -> Core:
+async def get_core(request: Request) -> Core:  # async: FastAPI runs sync deps in threads
     core: Core = request.app.state.core
     return core
 

@@ -37,31 +37,32 @@ def dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), allow_nan=False)
 
 
-def _sqlite_pragmas(immediate: bool) -> Callable[[Any, Any], None]:
-    def on_connect(dbapi_connection: Any, _record: Any) -> None:
-        # Let SQLAlchemy's "begin" event choose the BEGIN statement (SQLAlchemy sqlite docs).
-        dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA synchronous=FULL")
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.close()
-
-    return on_connect
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    # Autocommit at the driver: writes choose their own BEGIN below (SQLAlchemy sqlite docs).
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=FULL")
+    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
 
 
-def _sqlite_engine(url: str, *, immediate: bool) -> AsyncEngine:
+def _sqlite_engine(url: str, *, writer: bool) -> AsyncEngine:
     parsed = make_url(url)
     if parsed.database and parsed.database != ":memory:":
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-    # One pooled connection for writes: the process queues its own writers instead of
-    # spinning on SQLITE_BUSY.
-    pool = {"pool_size": 1, "max_overflow": 0} if immediate else {"pool_size": 8}
-    engine = create_async_engine(url, pool_timeout=30, **pool)
-    event.listen(engine.sync_engine, "connect", _sqlite_pragmas(immediate))
-    begin = "BEGIN IMMEDIATE" if immediate else "BEGIN"
-    event.listen(engine.sync_engine, "begin", lambda conn: conn.exec_driver_sql(begin))
+    if writer:
+        # One pooled connection: the process queues its own writers instead of spinning on
+        # SQLITE_BUSY, and each write transaction takes the lock at BEGIN IMMEDIATE.
+        engine = create_async_engine(url, pool_size=1, max_overflow=0, pool_timeout=30)
+        begin = "BEGIN IMMEDIATE"
+        event.listen(engine.sync_engine, "begin", lambda conn: conn.exec_driver_sql(begin))
+    else:
+        # Readers stay in autocommit: no BEGIN and no ROLLBACK round trip per request
+        # (each costs several thread hops through aiosqlite).
+        engine = create_async_engine(url, pool_size=8, pool_reset_on_return=None)
+    event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
     return engine
 
 
@@ -72,8 +73,8 @@ class Database:
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
         if self.is_sqlite:
-            self.writer = _sqlite_engine(url, immediate=True)
-            self.reader = _sqlite_engine(url, immediate=False)
+            self.writer = _sqlite_engine(url, writer=True)
+            self.reader = _sqlite_engine(url, writer=False)
         else:
             self.writer = create_async_engine(url, pool_size=10, max_overflow=10)
             self.reader = self.writer

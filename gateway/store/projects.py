@@ -70,14 +70,16 @@ async def insert_key(
     return int(result.scalar_one())
 
 
+# Built once: every API request runs it, and building a statement costs more than running it.
+_FIND_KEY = (
+    sa.select(_key, *[column.label(f"p__{column.name}") for column in _project.c])
+    .join(_project, _project.c.id == _key.c.project_id)
+    .where(_key.c.key_hash == sa.bindparam("key_hash"), _key.c.revoked_at.is_(None))
+)
+
+
 async def find_key(conn: AsyncConnection, key_hash: str) -> tuple[ApiKey, Project] | None:
-    project_columns = [column.label(f"p__{column.name}") for column in _project.c]
-    query = (
-        sa.select(_key, *project_columns)
-        .join(_project, _project.c.id == _key.c.project_id)
-        .where(_key.c.key_hash == key_hash, _key.c.revoked_at.is_(None))
-    )
-    row = (await conn.execute(query)).first()
+    row = (await conn.execute(_FIND_KEY, {"key_hash": key_hash})).first()
     if row is None:
         return None
     mapping = row._mapping

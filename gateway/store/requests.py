@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway.store.engine import dumps, utcnow
@@ -21,15 +22,27 @@ def _to_request(row: sa.Row[Any] | None) -> Request | None:
     return None if row is None else Request(**row._mapping)
 
 
-async def insert_request(conn: AsyncConnection, request: Request) -> None:
-    await conn.execute(sa.insert(_request).values(request.model_dump()))
+# Hot statements are built once: building one costs more than running it on SQLite.
+_INSERT_NEW = {
+    "sqlite": sqlite.insert(_request).on_conflict_do_nothing().returning(_request.c.rid),
+    "postgresql": postgresql.insert(_request).on_conflict_do_nothing().returning(_request.c.rid),
+}
+_BY_CALL_ID = sa.select(_request).where(
+    _request.c.project_id == sa.bindparam("project_id"),
+    _request.c.call_id == sa.bindparam("call_id"),
+)
+_INSERT_EVENT = sa.insert(_event)
+
+
+async def insert_request(conn: AsyncConnection, request: Request) -> bool:
+    """Insert unless (project, call_id) exists; False means it did (idempotent create)."""
+    result = await conn.execute(_INSERT_NEW[conn.dialect.name], request.model_dump())
+    return result.first() is not None
 
 
 async def get_by_call_id(conn: AsyncConnection, project_id: int, call_id: str) -> Request | None:
-    query = sa.select(_request).where(
-        _request.c.project_id == project_id, _request.c.call_id == call_id
-    )
-    return _to_request((await conn.execute(query)).first())
+    params = {"project_id": project_id, "call_id": call_id}
+    return _to_request((await conn.execute(_BY_CALL_ID, params)).first())
 
 
 async def get_by_rid(conn: AsyncConnection, rid: str) -> Request | None:
@@ -88,8 +101,16 @@ async def list_requests(
 async def add_event(
     conn: AsyncConnection, rid: str, type_: str, detail: dict[str, Any] | None = None
 ) -> None:
-    values = {"rid": rid, "type": type_, "detail_json": dumps(detail or {}), "at": utcnow()}
-    await conn.execute(sa.insert(_event).values(values))
+    await add_events(conn, rid, [(type_, detail or {})])
+
+
+async def add_events(
+    conn: AsyncConnection, rid: str, events: Sequence[tuple[str, dict[str, Any]]]
+) -> None:
+    """Several audit events in one statement."""
+    now = utcnow()
+    rows = [{"rid": rid, "type": t, "detail_json": dumps(d), "at": now} for t, d in events]
+    await conn.execute(_INSERT_EVENT, rows)
 
 
 async def list_events(conn: AsyncConnection, rid: str) -> list[RequestEvent]:
@@ -105,6 +126,7 @@ async def add_delivery(
     *,
     status: str,
     error: str | None = None,
+    ref: dict[str, Any] | None = None,
 ) -> int:
     values = {
         "rid": rid,
@@ -112,6 +134,7 @@ async def add_delivery(
         "target_json": dumps(target),
         "status": status,
         "error": error,
+        "ref_json": None if ref is None else dumps(ref),
         "updated_at": utcnow(),
     }
     result = await conn.execute(sa.insert(_delivery).values(values).returning(_delivery.c.id))

@@ -153,10 +153,8 @@ async def long_poll_phase(
         try:
             async with asyncio.timeout(TIMEOUT):
                 await sent.wait()
-            # For the gateway to read the row and start waiting (and to run the create's
-            # web-console delivery job). gateway.intake.get registers its waiter only after
-            # its first read, so a decision committed during that read would be noticed
-            # only at the next poll period (GATEWAY_OUTBOX_POLL_SECONDS).
+            # Let the gateway register the waiter, so this measures the wake-up path
+            # (a decision that lands before the waiter is registered is answered at once).
             await asyncio.sleep(SETTLE)
             started = time.perf_counter()
             response = await human.post(

@@ -15,6 +15,7 @@ from channels import REGISTRY
 from gateway import __version__
 from gateway.api import errors, extensions, routes
 from gateway.api.body import BodyLimit
+from gateway.bootstrap import sync_config_webhooks
 from gateway.core import Core
 from gateway.crypto import SecretBox
 from gateway.dispatch import Dispatcher
@@ -47,8 +48,6 @@ def _on_notify(core: Core, channel: str, payload: str) -> None:
 async def running(core: Core) -> AsyncIterator[Dispatcher]:
     """Start what the gateway runs beside the API; stop it all on exit."""
     await migrate.upgrade(core.db)
-    from gateway.bootstrap import sync_config_webhooks
-
     await sync_config_webhooks(core)
     await core.db.listen(lambda channel, payload: _on_notify(core, channel, payload))
     for channel in core.channels.values():

@@ -13,6 +13,7 @@ from typing import Any
 
 from gateway import bootstrap, decisions
 from gateway.app import build_core, create_app
+from gateway.checks import run_checks
 from gateway.core import Core
 from gateway.errors import GatewayError, NotFound
 from gateway.lifecycle import Event, Kind
@@ -23,6 +24,8 @@ from gateway.store import outbox as outbox_store
 from gateway.store import projects as project_store
 from gateway.store import requests as request_store
 from gateway.store.tables import Request
+from gateway.webhook_test import send_test_event
+from gateway.webhooks import add_endpoint
 
 Command = Callable[[Core, argparse.Namespace], Awaitable[int]]
 
@@ -47,8 +50,7 @@ def serve(settings: Settings, args: argparse.Namespace) -> int:
 
     host = args.host or settings.host
     port = args.port if args.port is not None else settings.port
-    new_key = _with_core(_first_start)(settings, args)
-    del new_key
+    _with_core(_first_start)(settings, args)  # its own event loop, before uvicorn's
     print(f"hitl-gateway listening on http://{host}:{port}", flush=True)
     uvicorn.run(
         create_app(build_core(settings)), host=host, port=port, log_level=settings.log_level.lower()
@@ -103,8 +105,6 @@ async def _project_id(core: Core, name: str, *, create: bool = False) -> int:
 
 
 async def webhooks_add(core: Core, args: argparse.Namespace) -> int:
-    from gateway.webhooks import add_endpoint
-
     project_id = await _project_id(core, args.project, create=True)
     events = [e.strip() for e in args.events.split(",")] if args.events else None
     endpoint_id, secret = await add_endpoint(
@@ -125,8 +125,6 @@ async def webhooks_list(core: Core, _args: argparse.Namespace) -> int:
 
 
 async def webhooks_test(core: Core, args: argparse.Namespace) -> int:
-    from gateway.webhook_test import send_test_event
-
     results = await send_test_event(core, endpoint_id=args.id)
     for line in results:
         print(line)
@@ -198,8 +196,6 @@ async def db_upgrade(_core: Core, _args: argparse.Namespace) -> int:
 
 
 def check(settings: Settings, _args: argparse.Namespace) -> int:
-    from gateway.checks import run_checks
-
     return asyncio.run(run_checks(settings))
 
 

@@ -22,10 +22,10 @@ from gateway.errors import DeliveryError
 from gateway.lifecycle import Status
 from gateway.retry import RetryPolicy
 from gateway.routing import Target
+from gateway.store import as_utc, utcnow
 from gateway.store import outbox as outbox_store
 from gateway.store import projects as project_store
 from gateway.store import requests as request_store
-from gateway.store import utcnow
 from gateway.store.tables import Delivery, OutboxJob, Request
 
 log = logging.getLogger(__name__)
@@ -92,8 +92,6 @@ class Dispatcher:
         async with self.core.db.read() as conn:
             due = await outbox_store.next_due_at(conn)
         if due is not None:
-            from gateway.store import as_utc
-
             timeout = min(timeout, max(0.0, (as_utc(due) - utcnow()).total_seconds()))
         await self._sleep(timeout)
 

@@ -1,0 +1,168 @@
+"""Requests as Slack Block Kit messages: pure functions, no network.
+
+Agent-supplied text is data: `&`, `<` and `>` are escaped so `<!channel>`, `<@U1>` or
+`<https://x|Approve>` render literally (api.slack.com/reference/surfaces/formatting), and
+text objects stay within Slack's 3,000 characters, truncated with a link, never dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+from typing import Any
+
+from gateway.views import RequestView
+
+TEXT_LIMIT = 3000  # Block Kit text object limit
+MAX_KWARG_BLOCKS = 40  # messages hold 50 blocks; keep room for header, context, actions
+_SLACK_USER = re.compile(r"^[UW][A-Z0-9]{2,20}$")
+
+Block = dict[str, Any]
+
+
+def escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def truncate(text: str, link: str | None, limit: int = TEXT_LIMIT) -> str:
+    """Fit `text` (already escaped) into `limit`, pointing at the full request if cut."""
+    if len(text) <= limit:
+        return text
+    suffix = f"… <{link}|see the full request>" if link else "… (truncated)"
+    return text[: limit - len(suffix)] + suffix
+
+
+def mention(user_id: str) -> str:
+    """A mention only for real Slack user ids; anything else renders as escaped text."""
+    return f"<@{user_id}>" if _SLACK_USER.match(user_id) else escape(user_id)
+
+
+def _mrkdwn(text: str) -> Block:
+    return {"type": "mrkdwn", "text": text}
+
+
+def _section(text: str) -> Block:
+    return {"type": "section", "text": _mrkdwn(text)}
+
+
+def _button(text: str, action_id: str, value: str, style: str | None = None) -> Block:
+    button: Block = {
+        "type": "button",
+        "action_id": action_id,
+        "value": value,
+        "text": {"type": "plain_text", "text": text[:75], "emoji": True},
+    }
+    if style:
+        button["style"] = style
+    return button
+
+
+def _kwarg_text(name: str, value: Any) -> str:
+    if isinstance(value, str) and "\n" not in value and len(value) <= 200:
+        return f"*{escape(name)}*: {escape(value)}"
+    rendered = value if isinstance(value, str) else json.dumps(value, indent=2, default=str)
+    return f"*{escape(name)}*\n```{escape(rendered)}```"
+
+
+def _kwarg_blocks(kwargs: dict[str, Any], link: str | None) -> list[Block]:
+    blocks = [_section(truncate(_kwarg_text(k, v), link)) for k, v in kwargs.items()]
+    if len(blocks) > MAX_KWARG_BLOCKS:
+        hidden = len(blocks) - MAX_KWARG_BLOCKS + 1
+        more = f"…and {hidden} more arguments" + (
+            f": <{link}|see the full request>" if link else ""
+        )
+        blocks = [*blocks[: MAX_KWARG_BLOCKS - 1], _section(more)]
+    return blocks
+
+
+def _context(request: RequestView, responders: list[str] | None) -> Block:
+    parts = [f"call `{escape(request.call_id)}`", f"requested {_date(request.requested_at)}"]
+    if responders:
+        parts.append("may respond: " + ", ".join(mention(r) for r in responders))
+    return {"type": "context", "elements": [_mrkdwn(" · ".join(parts))]}
+
+
+def _option_buttons(request: RequestView, key: str, style: str | None) -> list[Block]:
+    options = request.spec.get(key) or []
+    return [
+        _button(option.get("title") or option["name"], f"gw_option_{index}", request.rid, style)
+        for index, option in enumerate(options)
+    ]
+
+
+def approval_message(request: RequestView, responders: list[str] | None = None) -> dict[str, Any]:
+    """`text` and `blocks` for chat.postMessage: who asks, what, and the decision buttons."""
+    run_id, fn = escape(request.run_id), escape(str(request.spec.get("fn", "")))
+    headline = f"Agent *{run_id}* wants to call `{fn}`"
+    buttons = [
+        _button("Approve", "gw_approve", request.rid, "primary"),
+        _button("Reject", "gw_reject", request.rid, "danger"),
+        *_option_buttons(request, "reject_options", "danger"),
+    ]
+    blocks = [
+        _section(truncate(headline, request.link)),
+        *_kwarg_blocks(request.spec.get("kwargs") or {}, request.link),
+        _context(request, responders),
+        {"type": "actions", "block_id": "gw_decision", "elements": buttons[:25]},
+    ]
+    return {"text": f"Agent {run_id} wants to call {fn}", "blocks": blocks}
+
+
+def contact_message(request: RequestView, responders: list[str] | None = None) -> dict[str, Any]:
+    """A question: the message, one button per response option, answers in the thread."""
+    run_id = escape(request.run_id)
+    question = truncate(escape(str(request.spec.get("msg", ""))), request.link)
+    blocks: list[Block] = [
+        _section(truncate(f"Agent *{run_id}* asks:", request.link)),
+        _section(question),
+        _context(request, responders),
+    ]
+    buttons = _option_buttons(request, "response_options", None)
+    if buttons:
+        blocks.append({"type": "actions", "block_id": "gw_answer", "elements": buttons[:25]})
+    blocks.append({"type": "context", "elements": [_mrkdwn("Reply in this thread to answer.")]})
+    return {"text": f"Agent {run_id} asks: {question[:150]}", "blocks": blocks}
+
+
+def who(user_info: dict[str, Any] | None) -> str:
+    info = user_info or {}
+    if info.get("channel") == "slack" and info.get("user_id"):
+        return mention(str(info["user_id"]))
+    return escape(str(info.get("name") or info.get("email") or info.get("user_id") or "someone"))
+
+
+def outcome_line(request: RequestView) -> str:
+    """ "Approved by @alice", "Rejected by @bob: reason", "Answered by …"."""
+    by = who(request.user_info)
+    at = _when(request.responded_at)
+    if request.status == "approved":
+        line = f":white_check_mark: Approved by {by}{at}"
+    elif request.status == "rejected":
+        line = f":x: Rejected by {by}{at}: {escape(request.comment or '')}"
+    elif request.status == "responded":
+        line = f":speech_balloon: Answered by {by}{at}: {escape(request.response or '')}"
+    else:
+        line = f":hourglass: This request is {escape(request.status)}; it can no longer be answered"
+    return truncate(line, request.link)
+
+
+def _date(moment: datetime) -> str:
+    """Slack shows this in each reader's own time zone."""
+    return f"<!date^{int(moment.timestamp())}^{{date_short_pretty}} {{time}}|{moment.isoformat()}>"
+
+
+def _when(moment: datetime | None) -> str:
+    return "" if moment is None else f" at {_date(moment)}"
+
+
+def decided_message(request: RequestView) -> dict[str, Any]:
+    """The original message with its buttons replaced by the outcome (chat.update)."""
+    posted = (
+        approval_message(request) if request.kind == "function_call" else contact_message(request)
+    )
+    kept = [block for block in posted["blocks"] if block["type"] != "actions"]
+    if request.kind == "human_contact":
+        kept = kept[:-1]  # "Reply in this thread" no longer applies
+    line = outcome_line(request)
+    return {"text": line, "blocks": [*kept, {"type": "context", "elements": [_mrkdwn(line)]}]}

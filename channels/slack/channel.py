@@ -1,0 +1,103 @@
+"""The Slack channel's outbound side: post a request, edit it once decided."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import ClientError
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.builtin_async_handlers import AsyncConnectionErrorRetryHandler
+from slack_sdk.web.async_client import AsyncWebClient
+
+from channels.slack.pacing import Pacer
+from channels.slack.render import approval_message, contact_message, decided_message
+from channels.slack.settings import SlackSettings
+from gateway.errors import ChannelNotConfigured, DeliveryError
+from gateway.routing import Target
+from gateway.views import RequestView, Sent
+
+# Slack errors worth another try; everything else (channel_not_found, not_in_channel,
+# invalid_auth, ...) will fail the same way again.
+_RETRYABLE = {
+    "ratelimited",
+    "internal_error",
+    "fatal_error",
+    "service_unavailable",
+    "request_timeout",
+}
+
+
+def as_delivery_error(error: Exception) -> DeliveryError:
+    """Slack's errors, mapped once onto the gateway's tree (retryable or not)."""
+    if isinstance(error, SlackApiError):
+        status = error.response.status_code
+        code = str(error.response.get("error", "unknown_error"))
+        retry_after = error.response.headers.get("Retry-After") or error.response.headers.get(
+            "retry-after"
+        )
+        retryable = status == 429 or status >= 500 or code in _RETRYABLE
+        seconds = float(retry_after) if retry_after else None
+        return DeliveryError(
+            f"slack {code} (HTTP {status})", retryable=retryable, retry_after=seconds
+        )
+    return DeliveryError(f"slack unreachable: {type(error).__name__}: {error}", retryable=True)
+
+
+class SlackChannel:
+    name = "slack"
+
+    def __init__(self, settings: SlackSettings | None = None, *, pacer: Pacer | None = None):
+        self.settings = settings or SlackSettings()
+        self.pacer = pacer or Pacer()
+        self._clients: dict[str, AsyncWebClient] = {}
+
+    def missing_settings(self) -> list[str]:
+        return [] if self.settings.bot_token else ["SLACK_BOT_TOKEN"]
+
+    async def start(self) -> None:
+        return None
+
+    def client(self, request: RequestView) -> AsyncWebClient:
+        """The workspace's client: the request's own bot token (HumanLayer's BYO app) wins."""
+        token = request.secrets.get("slack_bot_token")
+        if token is None and self.settings.bot_token is not None:
+            token = self.settings.bot_token.get_secret_value()
+        if token is None:
+            raise ChannelNotConfigured("slack is not configured: set SLACK_BOT_TOKEN")
+        if token not in self._clients:
+            # No 429/5xx retry handlers here: the outbox retries, honouring Retry-After.
+            self._clients[token] = AsyncWebClient(
+                token=token,
+                base_url=self.settings.api_url,
+                timeout=10,
+                retry_handlers=[AsyncConnectionErrorRetryHandler()],
+            )
+        return self._clients[token]
+
+    async def send(self, request: RequestView, target: Target, /) -> Sent:
+        channel = str(target.address.get("channel") or "")
+        render = approval_message if request.kind == "function_call" else contact_message
+        message = render(request, target.responders)
+        extra: dict[str, Any] = {}
+        if target.address.get("thread_ts"):
+            extra["thread_ts"] = target.address["thread_ts"]
+        await self.pacer.wait_turn(channel)
+        try:
+            posted = await self.client(request).chat_postMessage(
+                channel=channel, unfurl_links=False, unfurl_media=False, **message, **extra
+            )
+        except (SlackApiError, ClientError, TimeoutError) as error:
+            raise as_delivery_error(error) from None
+        ts = str(posted["ts"])
+        # chat.update needs the channel id Slack answered with (a DM's D…, not the user's U…).
+        return Sent(ref={"channel": posted["channel"], "ts": ts}, slack_message_ts=ts)
+
+    async def update(self, request: RequestView, target: Target, ref: dict[str, Any], /) -> None:
+        message = decided_message(request)
+        try:
+            await self.client(request).chat_update(channel=ref["channel"], ts=ref["ts"], **message)
+        except (SlackApiError, ClientError, TimeoutError) as error:
+            raise as_delivery_error(error) from None
+
+    async def aclose(self) -> None:
+        self._clients.clear()

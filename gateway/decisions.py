@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import webhooks
 from gateway.core import Caller, Core
-from gateway.errors import Conflict, InvalidInput
+from gateway.errors import Conflict, InvalidInput, NotAllowed, NotFound
 from gateway.intake import find, noun
 from gateway.lifecycle import Event, Kind, Status, transition
 from gateway.models import Escalation, FunctionCallStatusIn, HumanContactStatusIn
@@ -156,6 +156,33 @@ async def decide(core: Core, row: Request, decision: Decision) -> Request:
     core.waiters.wake(row.rid)
     core.outbox_wakeup.set()
     return updated
+
+
+def allowed_responders(row: Request, channel: str) -> set[str] | None:
+    """Who may answer through `channel`: the route's responders there, or None for anyone."""
+    targets = [t for t in json.loads(row.route_json) if t["channel"] == channel]
+    if not targets or any(t.get("responders") is None for t in targets):
+        return None
+    return {responder for t in targets for responder in t["responders"]}
+
+
+async def decide_by_rid(
+    core: Core, rid: str, decision: Decision, *, channel: str, actor_id: str
+) -> Request:
+    """A channel's entry point: check the person, then decide (first wins).
+
+    Raises NotFound, NotAllowed (nothing changes) or Conflict (says who decided first).
+    """
+    async with core.db.read() as conn:
+        row = await request_store.get_by_rid(conn, rid)
+    if row is None:
+        raise NotFound("this request no longer exists")
+    allowed = allowed_responders(row, channel)
+    if allowed is not None and actor_id not in allowed:
+        raise NotAllowed("you are not allowed to answer this request")
+    if row.status != Status.PENDING:
+        raise Conflict(already_decided(row))
+    return await decide(core, row, decision)
 
 
 async def respond_function_call(

@@ -17,6 +17,12 @@ class Conflict(GatewayError):
     status_code = 409
 
 
+class NotAllowed(GatewayError):
+    """The person is authenticated by the channel but may not answer this request."""
+
+    status_code = 403
+
+
 class InvalidInput(GatewayError):
     """Input that passed the schema but breaks a rule (unknown team, bad option name)."""
 

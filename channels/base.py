@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from gateway.routing import Target
 from gateway.views import RequestView, Sent
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from gateway.core import Core
 
 
 class Channel(Protocol):
@@ -26,3 +31,10 @@ class Channel(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class Mountable(Protocol):
+    """A channel that receives HTTP callbacks (Slack's events and interactions)."""
+
+    def mount(self, app: FastAPI, core: Core, /) -> None: ...

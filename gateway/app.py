@@ -11,7 +11,8 @@ from contextlib import asynccontextmanager
 import httpx
 from fastapi import FastAPI
 
-from channels import REGISTRY
+from channels.base import Mountable
+from channels.registry import REGISTRY
 from gateway import __version__
 from gateway.api import errors, extensions, routes
 from gateway.api.body import BodyLimit
@@ -78,6 +79,9 @@ def create_app(core: Core) -> FastAPI:
     app.include_router(routes.health)
     app.include_router(routes.health, prefix="/humanlayer/v1")
     app.include_router(extensions.router, prefix="/gateway/v1")
+    for channel in core.channels.values():
+        if isinstance(channel, Mountable):
+            channel.mount(app, core)
     errors.install(app)
     app.add_middleware(BodyLimit, limit=core.settings.max_body_bytes)
     return app

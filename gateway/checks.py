@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from channels import REGISTRY
+from channels.registry import REGISTRY
 from gateway.errors import DeliveryError, InvalidInput
 from gateway.routing import RoutingConfig, load_config
 from gateway.settings import Settings

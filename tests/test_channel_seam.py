@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from channels import REGISTRY
 from channels.base import Channel
+from channels.registry import REGISTRY
 from gateway.errors import DeliveryError
 from gateway.routing import Target
 from gateway.views import RequestView, Sent

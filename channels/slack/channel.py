@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from aiohttp import ClientError
+from fastapi import FastAPI, Request, Response
+from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
+from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import AsyncConnectionErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
+from channels.slack.listeners import SlackListeners
 from channels.slack.pacing import Pacer
 from channels.slack.render import approval_message, contact_message, decided_message
 from channels.slack.settings import SlackSettings
+from gateway.core import Core
 from gateway.errors import ChannelNotConfigured, DeliveryError
 from gateway.routing import Target
 from gateway.views import RequestView, Sent
+
+log = logging.getLogger(__name__)
 
 # Slack errors worth another try; everything else (channel_not_found, not_in_channel,
 # invalid_auth, ...) will fail the same way again.
@@ -98,6 +106,26 @@ class SlackChannel:
             await self.client(request).chat_update(channel=ref["channel"], ts=ref["ts"], **message)
         except (SlackApiError, ClientError, TimeoutError) as error:
             raise as_delivery_error(error) from None
+
+    def mount(self, app: FastAPI, core: Core, /) -> None:
+        """Serve Slack's callbacks at /slack/events (alias /slack/interactions) via Bolt."""
+        if self.settings.bot_token is None or self.settings.signing_secret is None:
+            log.warning("slack callbacks are off: set SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET")
+            return
+        bolt = AsyncApp(
+            signing_secret=self.settings.signing_secret.get_secret_value(),
+            client=AsyncWebClient(
+                token=self.settings.bot_token.get_secret_value(), base_url=self.settings.api_url
+            ),
+        )
+        SlackListeners(core).register(bolt)
+        handler = AsyncSlackRequestHandler(bolt)
+
+        async def callbacks(request: Request) -> Response:
+            return await handler.handle(request)
+
+        for path in ("/slack/events", "/slack/interactions"):
+            app.add_api_route(path, callbacks, methods=["POST"], include_in_schema=False)
 
     async def aclose(self) -> None:
         self._clients.clear()

@@ -1,0 +1,19 @@
+"""The registry: a plain dict from channel name to a factory; only the composition root reads it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from channels.base import Channel
+from channels.placeholder import NotYetAvailable
+from channels.slack.channel import SlackChannel
+from channels.web import WebChannel
+
+REGISTRY: dict[str, Callable[[], Channel]] = {
+    "web": WebChannel,
+    "slack": SlackChannel,
+    "discord": lambda: NotYetAvailable("discord", ["DISCORD_BOT_TOKEN"]),
+    "email": lambda: NotYetAvailable("email", ["SMTP_HOST", "EMAIL_FROM"]),
+}
+
+__all__ = ["REGISTRY"]

@@ -1,0 +1,169 @@
+"""What Slack sends the gateway: button clicks, modal submissions. Each listener acks first
+(Slack's 3-second rule), then turns the click into a core decision; the outbox then edits
+the message. A person who may not answer, or who clicks late, is told so privately."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
+from slack_sdk.web.async_client import AsyncWebClient
+
+from gateway.decisions import Decision, decide_by_rid
+from gateway.errors import Conflict, NotAllowed, NotFound
+from gateway.lifecycle import Event
+from gateway.store import requests as request_store
+
+if TYPE_CHECKING:  # the composition root hands the core over
+    from gateway.core import Core
+
+_OPTION_PATTERN = re.compile(r"^gw_option_\d+$")
+
+REJECT_MODAL = "gw_reject_modal"
+REASON_BLOCK = "gw_reason"
+REASON_INPUT = "reason"
+
+
+def user_info(body: dict[str, Any]) -> dict[str, Any]:
+    user = body.get("user") or {}
+    return {
+        "channel": "slack",
+        "user_id": user.get("id"),
+        "name": user.get("username") or user.get("name") or user.get("id"),
+        "team_id": (body.get("team") or {}).get("id") or user.get("team_id"),
+    }
+
+
+def reason_modal(
+    rid: str, *, title: str, prefill: str | None, option: str | None
+) -> dict[str, Any]:
+    element: dict[str, Any] = {
+        "type": "plain_text_input",
+        "action_id": REASON_INPUT,
+        "multiline": True,
+        "min_length": 1,
+        "max_length": 3000,
+    }
+    if prefill:
+        element["initial_value"] = prefill[:3000]
+    return {
+        "type": "modal",
+        "callback_id": REJECT_MODAL,
+        "private_metadata": json.dumps({"rid": rid, "option": option}),
+        "title": {"type": "plain_text", "text": title[:24]},
+        "submit": {"type": "plain_text", "text": "Reject"},
+        "close": {"type": "plain_text", "text": "Cancel"},
+        "blocks": [
+            {
+                "type": "input",
+                "block_id": REASON_BLOCK,
+                "label": {"type": "plain_text", "text": "Why? The agent reads this."},
+                "element": element,
+            }
+        ],
+    }
+
+
+class SlackListeners:
+    def __init__(self, core: Core) -> None:
+        self.core = core
+
+    async def _decide(
+        self,
+        body: dict[str, Any],
+        rid: str,
+        decision: Decision,
+        tell: Callable[[str], Awaitable[Any]],
+    ) -> None:
+        actor = str((body.get("user") or {}).get("id") or "")
+        try:
+            await decide_by_rid(self.core, rid, decision, channel="slack", actor_id=actor)
+        except (NotAllowed, Conflict, NotFound) as refusal:
+            await tell(str(refusal))
+
+    async def _spec(self, rid: str) -> dict[str, Any]:
+        async with self.core.db.read() as conn:
+            row = await request_store.get_by_rid(conn, rid)
+        spec: dict[str, Any] = json.loads(row.spec_json) if row else {}
+        spec["_kind"] = row.kind if row else None
+        return spec
+
+    async def approve(self, ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
+        await ack()
+        rid = body["actions"][0]["value"]
+        await self._decide(body, rid, Decision(Event.APPROVE, user_info(body)), _ephemeral(respond))
+
+    async def reject(self, ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient) -> None:
+        await ack()
+        rid = body["actions"][0]["value"]
+        view = reason_modal(rid, title="Reject", prefill=None, option=None)
+        await client.views_open(trigger_id=body["trigger_id"], view=view)  # within 3 s
+
+    async def option(
+        self, ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient
+    ) -> None:
+        await ack()
+        action = body["actions"][0]
+        rid, index = action["value"], int(action["action_id"].removeprefix("gw_option_"))
+        spec = await self._spec(rid)
+        key = "reject_options" if spec["_kind"] == "function_call" else "response_options"
+        options = spec.get(key) or []
+        if index >= len(options):
+            await _ephemeral(respond)("this option no longer exists")
+            return
+        option = options[index]
+        if spec["_kind"] == "human_contact":
+            answer = option.get("prompt_fill") or option.get("title") or option["name"]
+            decision = Decision(
+                Event.RESPOND, user_info(body), response=answer, option_name=option["name"]
+            )
+        elif option.get("interactive"):
+            view = reason_modal(
+                rid,
+                title=option.get("title") or option["name"],
+                prefill=option.get("prompt_fill"),
+                option=option["name"],
+            )
+            await client.views_open(trigger_id=body["trigger_id"], view=view)
+            return
+        else:
+            comment = option.get("prompt_fill") or option.get("title") or option["name"]
+            decision = Decision(
+                Event.REJECT, user_info(body), comment=comment, option_name=option["name"]
+            )
+        await self._decide(body, rid, decision, _ephemeral(respond))
+
+    async def reason_submitted(
+        self, ack: AsyncAck, body: dict[str, Any], view: dict[str, Any], client: AsyncWebClient
+    ) -> None:
+        reason = view["state"]["values"][REASON_BLOCK][REASON_INPUT].get("value") or ""
+        if not reason.strip():
+            await ack(response_action="errors", errors={REASON_BLOCK: "Give a reason"})
+            return
+        await ack()
+        meta = json.loads(view["private_metadata"])
+        decision = Decision(
+            Event.REJECT, user_info(body), comment=reason.strip(), option_name=meta.get("option")
+        )
+        user = str((body.get("user") or {}).get("id") or "")
+
+        async def tell(text: str) -> None:  # a modal has no response_url: DM the person
+            await client.chat_postMessage(channel=user, text=text)
+
+        await self._decide(body, meta["rid"], decision, tell)
+
+    def register(self, app: AsyncApp) -> None:
+        app.action("gw_approve")(self.approve)
+        app.action("gw_reject")(self.reject)
+        app.action(_OPTION_PATTERN)(self.option)
+        app.view(REJECT_MODAL)(self.reason_submitted)
+
+
+def _ephemeral(respond: AsyncRespond) -> Callable[[str], Awaitable[Any]]:
+    async def tell(text: str) -> None:
+        await respond(text=text, response_type="ephemeral", replace_original=False)
+
+    return tell

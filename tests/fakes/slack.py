@@ -1,0 +1,370 @@
+"""A fake Slack Web API on 127.0.0.1 (aiohttp) for driving the real slack_sdk client.
+
+Point `AsyncWebClient(token=..., base_url=fake.base_url)` at it. Every call to
+`/api/{method}` is recorded as a `Call`, including the ones the fake failed on purpose.
+
+Scenarios are picked by the token, as slack_sdk's own mock server does:
+
+- `ratelimited` in the token: the first `failures_before_success` calls to each method in
+  `fault_methods` answer HTTP 429 with `Retry-After` and `{"ok": false, "error": "ratelimited"}`;
+- `server_error`: the same, with HTTP 500;
+- `timeout`: the same, but the answer is held back for `hang_seconds` (released by `stop()`);
+- `channel_not_found`: every call that names a `channel` answers that error;
+- exactly `xoxb-invalid`: `invalid_auth`; no `Bearer xox…`/`xapp-…` token: `not_authed`.
+
+`oauth.v2.access` is the exception to the token rule: slack_sdk sends it with HTTP Basic
+auth (client_id:client_secret) and no bearer token, as Slack expects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import contextlib
+import itertools
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+SCENARIOS = ("ratelimited", "server_error", "timeout", "channel_not_found")
+# Form bodies carry these as JSON strings; decode them so tests compare structures.
+JSON_FIELDS = ("blocks", "attachments", "view", "metadata")
+BOT_USER_ID = "UBOT"
+BOT_ID = "BBOT"
+TEAM_ID = "T1"
+
+Handler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+@dataclass
+class Call:
+    method: str
+    token: str
+    params: dict[str, Any]
+    # True when the fake answered with an error on purpose (scenario, bad auth, unknown method).
+    failed: bool = False
+    error: str | None = None
+
+
+class FakeSlack:
+    def __init__(
+        self,
+        *,
+        failures_before_success: int = 1,
+        hang_seconds: float = 3.0,
+        retry_after: int = 1,
+        fault_methods: frozenset[str] = frozenset({"chat.postMessage"}),
+    ) -> None:
+        self.failures_before_success = failures_before_success
+        self.hang_seconds = hang_seconds
+        self.retry_after = retry_after
+        self.fault_methods = fault_methods
+        self.calls: list[Call] = []
+        self.responses: dict[str, list[dict[str, Any]]] = {}
+        # Users known to users.info; unknown ids get a made-up profile.
+        self.users: dict[str, dict[str, Any]] = {}
+        self._changed = asyncio.Condition()
+        self._stopping = asyncio.Event()
+        self._failures: dict[tuple[str, str], int] = {}
+        self._ts = itertools.count(100, 100)
+        self._ids = itertools.count(1)
+        self._runner: web.AppRunner | None = None
+        self._port: int | None = None
+        self._methods: dict[str, Handler] = {
+            "auth.test": self._auth_test,
+            "chat.postMessage": self._chat_post_message,
+            "chat.update": self._chat_update,
+            "chat.postEphemeral": self._chat_post_ephemeral,
+            "views.open": self._views_open,
+            "oauth.v2.access": self._oauth_v2_access,
+            "users.info": self._users_info,
+            "conversations.info": self._conversations_info,
+            "apps.connections.open": self._apps_connections_open,
+        }
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> FakeSlack:
+        app = web.Application()
+        app.router.add_route("*", "/api/{method}", self._handle_api)
+        app.router.add_post("/respond/{id}", self._handle_respond)
+        self._stopping.clear()
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
+        self._port = int(self._runner.addresses[0][1])
+        return self
+
+    async def stop(self) -> None:
+        self._stopping.set()  # releases requests held back by the timeout scenario
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> FakeSlack:
+        return await self.start()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.stop()
+
+    @property
+    def port(self) -> int:
+        if self._port is None:
+            raise RuntimeError("FakeSlack is not started")
+        return self._port
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/api/"
+
+    def response_url(self, id: str) -> str:
+        return f"http://127.0.0.1:{self.port}/respond/{id}"
+
+    # -- assertions ------------------------------------------------------------------------
+
+    def calls_to(self, method: str, *, include_failed: bool = True) -> list[Call]:
+        return [
+            call
+            for call in self.calls
+            if call.method == method and (include_failed or not call.failed)
+        ]
+
+    async def wait_for(
+        self, method: str, count: int, within: float = 10, *, include_failed: bool = True
+    ) -> list[Call]:
+        """Until `count` calls to `method` are recorded (TimeoutError otherwise)."""
+        async with asyncio.timeout(within), self._changed:
+            await self._changed.wait_for(
+                lambda: len(self.calls_to(method, include_failed=include_failed)) >= count
+            )
+        return self.calls_to(method, include_failed=include_failed)
+
+    def responses_to(self, id: str) -> list[dict[str, Any]]:
+        return list(self.responses.get(id, []))
+
+    async def wait_for_response(
+        self, id: str, count: int = 1, within: float = 10
+    ) -> list[dict[str, Any]]:
+        """Until `count` bodies were posted to `response_url(id)` (TimeoutError otherwise)."""
+        async with asyncio.timeout(within), self._changed:
+            await self._changed.wait_for(lambda: len(self.responses.get(id, [])) >= count)
+        return self.responses_to(id)
+
+    # -- HTTP ------------------------------------------------------------------------------
+
+    async def _record(self, call: Call) -> None:
+        async with self._changed:
+            self.calls.append(call)
+            self._changed.notify_all()
+
+    async def _handle_api(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        params = await _read_params(request)
+        token, basic_client_id = _credentials(request, params)
+        if basic_client_id is not None:
+            params.setdefault("client_id", basic_client_id)
+
+        async def fail(
+            error: str, status: int = 200, headers: dict[str, str] | None = None
+        ) -> web.Response:
+            await self._record(Call(method, token, params, failed=True, error=error))
+            return web.json_response({"ok": False, "error": error}, status=status, headers=headers)
+
+        handler = self._methods.get(method)
+        if handler is None:
+            return await fail("unknown_method")
+        if method == "oauth.v2.access":
+            if basic_client_id is None and "client_id" not in params:
+                return await fail("invalid_client_id")
+        elif not token.startswith(("xox", "xapp-")):
+            return await fail("not_authed")
+        elif token == "xoxb-invalid":
+            return await fail("invalid_auth")
+        elif (method == "apps.connections.open") != token.startswith("xapp-"):
+            return await fail("not_allowed_token_type")
+
+        if "channel_not_found" in token and "channel" in params:
+            return await fail("channel_not_found")
+        scenario = next((name for name in SCENARIOS if name in token), None)
+        if scenario is not None and method in self.fault_methods:
+            key = (token, method)
+            failed_so_far = self._failures.get(key, 0)
+            if failed_so_far < self.failures_before_success:
+                self._failures[key] = failed_so_far + 1
+                if scenario == "ratelimited":
+                    return await fail("ratelimited", 429, {"Retry-After": str(self.retry_after)})
+                if scenario == "server_error":
+                    return await fail("internal_error", 500)
+                if scenario == "timeout":
+                    await self._record(Call(method, token, params, failed=True, error="timeout"))
+                    await self._hang()
+                    return web.json_response(await handler(params))
+
+        await self._record(Call(method, token, params))
+        return web.json_response(await handler(params))
+
+    async def _hang(self) -> None:
+        try:
+            async with asyncio.timeout(self.hang_seconds):
+                await self._stopping.wait()
+        except TimeoutError:
+            pass
+
+    async def _handle_respond(self, request: web.Request) -> web.Response:
+        id = request.match_info["id"]
+        body = await request.read()
+        try:
+            payload = json.loads(body) if body else {}
+        except json.JSONDecodeError:
+            payload = {"raw": body.decode(errors="replace")}
+        async with self._changed:
+            self.responses.setdefault(id, []).append(payload)
+            self._changed.notify_all()
+        return web.Response(text="ok")
+
+    # -- methods ---------------------------------------------------------------------------
+
+    def _next_ts(self) -> str:
+        micros = next(self._ts)
+        return f"{1_700_000_000 + micros // 1_000_000}.{micros % 1_000_000:06d}"
+
+    def _message(self, params: dict[str, Any], ts: str) -> dict[str, Any]:
+        message: dict[str, Any] = {
+            "type": "message",
+            "user": BOT_USER_ID,
+            "bot_id": BOT_ID,
+            "text": params.get("text", ""),
+            "ts": ts,
+        }
+        for key in ("blocks", "attachments", "thread_ts", "metadata"):
+            if key in params:
+                message[key] = params[key]
+        return message
+
+    async def _auth_test(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "ok": True,
+            "url": "https://test.slack.com/",
+            "team": "Test",
+            "user": "bot",
+            "team_id": TEAM_ID,
+            "user_id": BOT_USER_ID,
+            "bot_id": BOT_ID,
+            "is_enterprise_install": False,
+        }
+
+    async def _chat_post_message(self, params: dict[str, Any]) -> dict[str, Any]:
+        channel = str(params.get("channel", ""))
+        if channel.startswith("U"):  # posting to a user id lands in the app's DM with them
+            channel = "D" + channel[1:]
+        ts = self._next_ts()
+        return {"ok": True, "channel": channel, "ts": ts, "message": self._message(params, ts)}
+
+    async def _chat_update(self, params: dict[str, Any]) -> dict[str, Any]:
+        ts = str(params.get("ts", ""))
+        return {
+            "ok": True,
+            "channel": params.get("channel"),
+            "ts": ts,
+            "text": params.get("text", ""),
+            "message": self._message(params, ts),
+        }
+
+    async def _chat_post_ephemeral(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True, "message_ts": self._next_ts()}
+
+    async def _views_open(self, params: dict[str, Any]) -> dict[str, Any]:
+        view = params.get("view")
+        view = dict(view) if isinstance(view, dict) else {}
+        view.update({"id": f"V{next(self._ids):08d}", "team_id": TEAM_ID, "app_id": "A1"})
+        return {"ok": True, "view": view}
+
+    async def _oauth_v2_access(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "ok": True,
+            "access_token": f"xoxb-installed-{next(self._ids)}",
+            "token_type": "bot",
+            "scope": "chat:write,commands,users:read",
+            "bot_user_id": "UBOT2",
+            "app_id": "A1",
+            "team": {"id": "T2", "name": "Other"},
+            "enterprise": None,
+            "is_enterprise_install": False,
+            "authed_user": {"id": "U9"},
+        }
+
+    async def _users_info(self, params: dict[str, Any]) -> dict[str, Any]:
+        user_id = str(params.get("user", ""))
+        user = self.users.get(user_id)
+        if user is None:
+            name = f"User {user_id}"
+            user = {
+                "id": user_id,
+                "team_id": TEAM_ID,
+                "name": user_id.lower(),
+                "real_name": name,
+                "is_bot": False,
+                "profile": {
+                    "real_name": name,
+                    "display_name": name,
+                    "email": f"{user_id.lower()}@example.com",
+                },
+            }
+        return {"ok": True, "user": user}
+
+    async def _conversations_info(self, params: dict[str, Any]) -> dict[str, Any]:
+        channel = str(params.get("channel", ""))
+        return {
+            "ok": True,
+            "channel": {
+                "id": channel,
+                "name": channel.lower(),
+                "is_channel": channel.startswith("C"),
+                "is_group": channel.startswith("G"),
+                "is_im": channel.startswith("D"),
+                "is_private": not channel.startswith("C"),
+                "is_archived": False,
+            },
+        }
+
+    async def _apps_connections_open(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True, "url": f"ws://127.0.0.1:{self.port}/link"}
+
+
+async def _read_params(request: web.Request) -> dict[str, Any]:
+    """Query string, then the JSON or form body, as one dict."""
+    params: dict[str, Any] = dict(request.query)
+    if request.content_type == "application/json":
+        body = await request.read()
+        if body:
+            decoded = json.loads(body)
+            if isinstance(decoded, dict):
+                params.update(decoded)
+    elif request.method == "POST":
+        form = await request.post()
+        params.update({key: value for key, value in form.items() if isinstance(value, str)})
+    for key in JSON_FIELDS:
+        value = params.get(key)
+        if isinstance(value, str):
+            with contextlib.suppress(json.JSONDecodeError):
+                params[key] = json.loads(value)
+    return params
+
+
+def _credentials(request: web.Request, params: dict[str, Any]) -> tuple[str, str | None]:
+    """(bearer token or "", client_id from HTTP Basic auth or None)."""
+    authorization = request.headers.get("Authorization", "")
+    scheme, _, value = authorization.partition(" ")
+    if scheme.lower() == "bearer":
+        return value.strip(), None
+    if scheme.lower() == "basic":
+        try:
+            client_id = base64.b64decode(value).decode().partition(":")[0]
+        except (binascii.Error, UnicodeDecodeError):
+            return "", None
+        return "", client_id
+    return str(params.pop("token", "")), None

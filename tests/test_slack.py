@@ -1,0 +1,294 @@
+"""Slack end to end: the real Bolt app behind the gateway's own ASGI app, requests signed
+with Slack's algorithm, the gateway's real AsyncWebClient talking to a fake Slack Web API."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import urllib.parse
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from slack_sdk.signature import SignatureVerifier
+
+from channels.slack.channel import SlackChannel
+from channels.slack.pacing import Pacer
+from channels.slack.settings import SlackSettings
+from tests.fakes.slack import FakeSlack
+from tests.helpers import eventually, outbox_idle
+from tests.services.inprocess import RunningGateway, running_gateway, test_settings
+
+SIGNING_SECRET = "test-signing-secret"
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeSlack]:
+    async with FakeSlack() as slack:
+        yield slack
+
+
+def slack_channel(fake: FakeSlack, token: str = "xoxb-test") -> SlackChannel:
+    settings = SlackSettings(  # type: ignore[call-arg]
+        _env_file=None, bot_token=token, signing_secret=SIGNING_SECRET, api_url=fake.base_url
+    )
+    return SlackChannel(settings, pacer=Pacer(0))
+
+
+@pytest.fixture
+async def gateway(tmp_path: Path, fake: FakeSlack) -> AsyncIterator[RunningGateway]:
+    settings = test_settings(f"sqlite+aiosqlite:///{tmp_path}/slack.db")
+    async with running_gateway(settings, channels={"slack": slack_channel(fake)}) as running:
+        yield running
+
+
+async def create(
+    gateway: RunningGateway,
+    call_id: str,
+    *,
+    allowed: list[str] | None = None,
+    contact: bool = False,
+    **spec: Any,
+) -> str:
+    """Create a request routed to Slack channel C1; returns its rid (the button value)."""
+    channel: dict[str, Any] = {"slack": {"channel_or_user_id": "C1"}}
+    if allowed:
+        channel["slack"]["allowed_responder_ids"] = allowed
+    path, base = (
+        ("/contact_requests", {"msg": "Which region?"})
+        if contact
+        else ("/function_calls", {"fn": "drop_table", "kwargs": {"name": "users"}})
+    )
+    body = {"run_id": "r", "call_id": call_id, "spec": base | spec | {"channel": channel}}
+    async with gateway.client() as client:
+        assert (await client.post(path, json=body)).status_code == 200
+    await eventually(lambda: outbox_idle(gateway))
+    fake: FakeSlack = gateway.core.channels["slack"].fake  # type: ignore[attr-defined]
+    for call in reversed(fake.calls_to("chat.postMessage", include_failed=False)):
+        for block in call.params["blocks"]:
+            for element in block.get("elements", []):
+                if element.get("action_id", "").startswith("gw_"):
+                    return str(element["value"])
+    raise AssertionError("no message with buttons was posted")
+
+
+def signed_headers(
+    body: str, *, timestamp: int | None = None, secret: str = SIGNING_SECRET
+) -> dict[str, str]:
+    ts = str(timestamp if timestamp is not None else int(time.time()))
+    signature = SignatureVerifier(secret).generate_signature(timestamp=ts, body=body)
+    return {
+        "X-Slack-Request-Timestamp": ts,
+        "X-Slack-Signature": signature,
+        "Content-Type": "application/x-www-form-urlencoded",
+    }
+
+
+async def send(gateway: RunningGateway, payload: dict[str, Any], **sign: Any) -> httpx.Response:
+    body = "payload=" + urllib.parse.quote(json.dumps(payload))
+    async with httpx.AsyncClient(base_url=gateway.base_url) as client:
+        return await client.post(
+            "/slack/interactions", content=body, headers=signed_headers(body, **sign)
+        )
+
+
+def click(
+    fake: FakeSlack, rid: str, action_id: str, user: str = "U0ALICE", respond_id: str = "r1"
+) -> dict[str, Any]:
+    return {
+        "type": "block_actions",
+        "user": {"id": user, "username": user.lower(), "team_id": "T1"},
+        "team": {"id": "T1", "domain": "test"},
+        "api_app_id": "A1",
+        "container": {"type": "message", "message_ts": "1.1", "channel_id": "C1"},
+        "channel": {"id": "C1", "name": "approvals"},
+        "trigger_id": f"trigger-{user}",
+        "response_url": fake.response_url(respond_id),
+        "actions": [
+            {
+                "action_id": action_id,
+                "block_id": "gw_decision",
+                "value": rid,
+                "type": "button",
+                "action_ts": str(time.time()),
+            }
+        ],
+    }
+
+
+def modal_submit(rid: str, reason: str, option: str | None = None) -> dict[str, Any]:
+    return {
+        "type": "view_submission",
+        "user": {"id": "U0ALICE", "username": "alice", "team_id": "T1"},
+        "team": {"id": "T1", "domain": "test"},
+        "api_app_id": "A1",
+        "view": {
+            "id": "V1",
+            "type": "modal",
+            "callback_id": "gw_reject_modal",
+            "private_metadata": json.dumps({"rid": rid, "option": option}),
+            "state": {
+                "values": {"gw_reason": {"reason": {"type": "plain_text_input", "value": reason}}}
+            },
+        },
+    }
+
+
+async def status(gateway: RunningGateway, call_id: str, kind: str = "function_calls") -> Any:
+    async with gateway.client() as client:
+        return (await client.get(f"/{kind}/{call_id}")).json()
+
+
+async def decided(gateway: RunningGateway, call_id: str, kind: str = "function_calls") -> Any:
+    """Bolt acks before its listener decides: wait with the gateway's own long-poll."""
+    async with gateway.client() as client:
+        answer = (await client.get(f"/{kind}/{call_id}", params={"wait": 10})).json()
+    assert answer["gateway_status"] != "pending", answer
+    return answer
+
+
+@pytest.fixture(autouse=True)
+def expose_fake(gateway: RunningGateway, fake: FakeSlack) -> None:
+    gateway.core.channels["slack"].fake = fake  # type: ignore[attr-defined]
+
+
+async def test_approve_click_decides_and_updates_the_message(
+    gateway: RunningGateway, fake: FakeSlack
+) -> None:
+    rid = await create(gateway, "approve-me")
+    [posted] = fake.calls_to("chat.postMessage")
+    assert posted.params["channel"] == "C1" and posted.token == "xoxb-test"
+    reply = await send(gateway, click(fake, rid, "gw_approve"))
+    assert reply.status_code == 200
+    approved = await decided(gateway, "approve-me")
+    assert approved["status"]["approved"] is True
+    assert approved["status"]["user_info"]["channel"] == "slack"
+    assert approved["status"]["user_info"]["user_id"] == "U0ALICE"
+    assert approved["status"]["slack_message_ts"]
+    [update] = await fake.wait_for("chat.update", 1)
+    assert update.params["ts"] == approved["status"]["slack_message_ts"]
+    assert "Approved by <@U0ALICE>" in update.params["text"]
+    assert not [b for b in update.params["blocks"] if b["type"] == "actions"]
+
+
+async def test_reject_opens_a_modal_and_the_reason_is_the_comment(
+    gateway: RunningGateway, fake: FakeSlack
+) -> None:
+    rid = await create(gateway, "reject-me")
+    assert (await send(gateway, click(fake, rid, "gw_reject"))).status_code == 200
+    [opened] = await fake.wait_for("views.open", 1)
+    view = opened.params["view"]
+    view = json.loads(view) if isinstance(view, str) else view
+    assert opened.params["trigger_id"] == "trigger-U0ALICE"
+    assert json.loads(view["private_metadata"])["rid"] == rid
+    assert (await status(gateway, "reject-me"))["status"]["approved"] is None  # not yet
+
+    empty = await send(gateway, modal_submit(rid, "   "))
+    assert empty.json()["response_action"] == "errors"
+    submitted = await send(gateway, modal_submit(rid, "not the users table"))
+    assert submitted.status_code == 200
+    rejected = await decided(gateway, "reject-me")
+    assert rejected["status"]["approved"] is False
+    assert rejected["status"]["comment"] == "not the users table"
+
+
+async def test_reject_options(gateway: RunningGateway, fake: FakeSlack) -> None:
+    options = [
+        {"name": "spam", "title": "Spam", "prompt_fill": "looks like spam"},
+        {"name": "edit", "title": "Edit", "prompt_fill": "change it to", "interactive": True},
+    ]
+    rid = await create(gateway, "opt", reject_options=options)
+    await send(gateway, click(fake, rid, "gw_option_0"))
+    rejected = await decided(gateway, "opt")
+    assert rejected["status"]["approved"] is False
+    assert rejected["status"]["comment"] == "looks like spam"
+    assert rejected["status"]["reject_option_name"] == "spam"
+
+    rid = await create(gateway, "opt-edit", reject_options=options)
+    await send(gateway, click(fake, rid, "gw_option_1"))
+    [opened] = await fake.wait_for("views.open", 1)
+    view = opened.params["view"]
+    view = json.loads(view) if isinstance(view, str) else view
+    assert view["blocks"][0]["element"]["initial_value"] == "change it to"
+    await send(gateway, modal_submit(rid, "change it to eu-west", option="edit"))
+    rejected = await decided(gateway, "opt-edit")
+    assert rejected["status"]["comment"] == "change it to eu-west"
+    assert rejected["status"]["reject_option_name"] == "edit"
+
+
+async def test_human_contact_answered_by_button(gateway: RunningGateway, fake: FakeSlack) -> None:
+    rid = await create(
+        gateway, "ask", contact=True, response_options=[{"name": "eu", "title": "Europe"}]
+    )
+    await send(gateway, click(fake, rid, "gw_option_0"))
+    answered = await decided(gateway, "ask", "contact_requests")
+    assert answered["status"]["response"] == "Europe"
+    assert answered["status"]["response_option_name"] == "eu"
+
+
+async def test_a_person_not_allowed_is_told_privately(
+    gateway: RunningGateway, fake: FakeSlack
+) -> None:
+    rid = await create(gateway, "guarded", allowed=["U0ALICE"])
+    await send(gateway, click(fake, rid, "gw_approve", user="U0MALLORY", respond_id="mallory"))
+    [told] = await fake.wait_for_response("mallory")
+    assert told["response_type"] == "ephemeral" and "not allowed" in told["text"]
+    assert (await status(gateway, "guarded"))["gateway_status"] == "pending"
+
+
+async def test_two_clicks_at_once_one_wins(gateway: RunningGateway, fake: FakeSlack) -> None:
+    rid = await create(gateway, "race")
+    replies = await asyncio.gather(
+        send(gateway, click(fake, rid, "gw_approve", user="U0ALICE", respond_id="alice")),
+        send(gateway, click(fake, rid, "gw_approve", user="U0BOB", respond_id="bob")),
+    )
+    assert [r.status_code for r in replies] == [200, 200]
+    winner = (await decided(gateway, "race"))["status"]["user_info"]["user_id"]
+    loser = "bob" if winner == "U0ALICE" else "alice"
+    [told] = await fake.wait_for_response(loser)
+    assert told["response_type"] == "ephemeral"
+    assert f"already approved by {winner.lower()}" in told["text"]
+    await fake.wait_for("chat.update", 1)
+    await eventually(lambda: outbox_idle(gateway))
+    assert len(fake.calls_to("chat.update")) == 1
+
+
+async def test_forged_or_stale_requests_change_nothing(
+    gateway: RunningGateway, fake: FakeSlack
+) -> None:
+    rid = await create(gateway, "forged")
+    forged = await send(gateway, click(fake, rid, "gw_approve"), secret="not-the-secret")
+    stale = await send(gateway, click(fake, rid, "gw_approve"), timestamp=int(time.time()) - 360)
+    assert (forged.status_code, stale.status_code) == (401, 401)
+    assert (await status(gateway, "forged"))["gateway_status"] == "pending"
+
+
+async def test_a_decision_through_the_api_updates_the_message(
+    gateway: RunningGateway, fake: FakeSlack
+) -> None:
+    await create(gateway, "via-api")
+    async with gateway.client() as client:
+        reply = await client.post(
+            "/agent/function_calls/via-api/respond",
+            json={"approved": False, "comment": "no <!channel>"},
+        )
+        assert reply.status_code == 200
+    [update] = await fake.wait_for("chat.update", 1)
+    assert "Rejected by " in update.params["text"]
+    assert "no &lt;!channel&gt;" in update.params["text"]
+
+
+async def test_rate_limited_post_is_retried_after_retry_after(tmp_path: Path) -> None:
+    async with FakeSlack(retry_after=1) as fake:
+        settings = test_settings(f"sqlite+aiosqlite:///{tmp_path}/rl.db")
+        channel = slack_channel(fake, token="xoxb-ratelimited")
+        async with running_gateway(settings, channels={"slack": channel}) as gateway:
+            channel.fake = fake  # type: ignore[attr-defined]
+            started = time.monotonic()
+            await create(gateway, "limited")
+            attempts = fake.calls_to("chat.postMessage")
+            assert [a.failed for a in attempts] == [True, False]
+            assert time.monotonic() - started >= 1  # waited out Retry-After

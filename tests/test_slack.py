@@ -18,6 +18,7 @@ from slack_sdk.signature import SignatureVerifier
 from channels.slack.channel import SlackChannel
 from channels.slack.pacing import Pacer
 from channels.slack.settings import SlackSettings
+from gateway.store import requests as request_store
 from tests.fakes.slack import FakeSlack
 from tests.helpers import eventually, outbox_idle
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings
@@ -67,12 +68,11 @@ async def create(
         assert (await client.post(path, json=body)).status_code == 200
     await eventually(lambda: outbox_idle(gateway))
     fake: FakeSlack = gateway.core.channels["slack"].fake  # type: ignore[attr-defined]
-    for call in reversed(fake.calls_to("chat.postMessage", include_failed=False)):
-        for block in call.params["blocks"]:
-            for element in block.get("elements", []):
-                if element.get("action_id", "").startswith("gw_"):
-                    return str(element["value"])
-    raise AssertionError("no message with buttons was posted")
+    assert fake.calls_to("chat.postMessage", include_failed=False), "nothing was posted"
+    async with gateway.core.db.read() as conn:
+        row = await request_store.get_by_call_id(conn, 1, call_id)
+    assert row is not None
+    return row.rid
 
 
 def signed_headers(
@@ -161,6 +161,11 @@ async def test_approve_click_decides_and_updates_the_message(
     rid = await create(gateway, "approve-me")
     [posted] = fake.calls_to("chat.postMessage")
     assert posted.params["channel"] == "C1" and posted.token == "xoxb-test"
+    buttons = [e for b in posted.params["blocks"] for e in b.get("elements", []) if "value" in e]
+    assert {(b["action_id"], b["value"]) for b in buttons} == {
+        ("gw_approve", rid),
+        ("gw_reject", rid),
+    }
     reply = await send(gateway, click(fake, rid, "gw_approve"))
     assert reply.status_code == 200
     approved = await decided(gateway, "approve-me")
@@ -292,3 +297,94 @@ async def test_rate_limited_post_is_retried_after_retry_after(tmp_path: Path) ->
             attempts = fake.calls_to("chat.postMessage")
             assert [a.failed for a in attempts] == [True, False]
             assert time.monotonic() - started >= 1  # waited out Retry-After
+
+
+async def post_event(
+    gateway: RunningGateway, event: dict[str, Any], *, retry: int | None = None
+) -> httpx.Response:
+    body = json.dumps(
+        {
+            "type": "event_callback",
+            "team_id": "T1",
+            "api_app_id": "A1",
+            "event_id": f"Ev{event['ts']}",
+            "event_time": int(time.time()),
+            "event": event,
+        }
+    )
+    headers = signed_headers(body) | {"Content-Type": "application/json"}
+    if retry is not None:
+        headers |= {"X-Slack-Retry-Num": str(retry), "X-Slack-Retry-Reason": "http_timeout"}
+    async with httpx.AsyncClient(base_url=gateway.base_url) as client:
+        return await client.post("/slack/events", content=body, headers=headers)
+
+
+async def parent_ts(gateway: RunningGateway, call_id: str, kind: str = "function_calls") -> str:
+    return str((await status(gateway, call_id, kind))["status"]["slack_message_ts"])
+
+
+def reply(
+    thread_ts: str, text: str, user: str = "U0ALICE", ts: str = "1700000001.000001"
+) -> dict[str, Any]:
+    return {
+        "type": "message",
+        "channel": "C1",
+        "user": user,
+        "text": text,
+        "ts": ts,
+        "thread_ts": thread_ts,
+        "channel_type": "channel",
+        "team": "T1",
+    }
+
+
+async def test_thread_reply_answers_a_question(gateway: RunningGateway, fake: FakeSlack) -> None:
+    await create(gateway, "q", contact=True)
+    thread = await parent_ts(gateway, "q", "contact_requests")
+    assert (await post_event(gateway, reply(thread, "eu-west-1, please"))).status_code == 200
+    answered = await decided(gateway, "q", "contact_requests")
+    assert answered["status"]["response"] == "eu-west-1, please"
+    assert answered["status"]["user_info"]["user_id"] == "U0ALICE"
+    [note] = [c for c in await fake.wait_for("chat.postMessage", 2) if c.params.get("thread_ts")]
+    assert note.params["thread_ts"] == thread and "Answered by <@U0ALICE>" in note.params["text"]
+
+
+@pytest.mark.parametrize(("text", "approved"), [("LGTM", True), ("not on a Friday", False)])
+async def test_thread_reply_on_an_approval(
+    gateway: RunningGateway, fake: FakeSlack, text: str, approved: bool
+) -> None:
+    await create(gateway, "fc")
+    thread = await parent_ts(gateway, "fc")
+    await post_event(gateway, reply(thread, text))
+    result = await decided(gateway, "fc")
+    assert result["status"]["approved"] is approved
+    if not approved:
+        assert result["status"]["comment"] == "not on a Friday"
+
+
+async def test_a_retried_event_decides_once_and_stays_quiet(
+    gateway: RunningGateway, fake: FakeSlack
+) -> None:
+    await create(gateway, "retried")
+    thread = await parent_ts(gateway, "retried")
+    await post_event(gateway, reply(thread, "approve"))
+    await decided(gateway, "retried")
+    assert (await post_event(gateway, reply(thread, "approve"), retry=1)).status_code == 200
+    await eventually(lambda: outbox_idle(gateway))
+    async with gateway.client() as client:
+        trail = (await client.get(f"{gateway.base_url}/gateway/v1/calls/retried/events")).json()
+    assert [e["type"] for e in trail["events"]].count("decided") == 1
+    assert fake.calls_to("chat.postEphemeral") == []
+
+
+async def test_replies_elsewhere_are_ignored(gateway: RunningGateway, fake: FakeSlack) -> None:
+    await create(gateway, "other")
+    thread = await parent_ts(gateway, "other")
+    elsewhere = reply(thread, "approve") | {"channel": "C999"}
+    top_level = reply(thread, "approve") | {"thread_ts": None}
+    from_a_bot = reply(thread, "approve") | {"bot_id": "B1"}
+    for event in (elsewhere, top_level, from_a_bot):
+        assert (await post_event(gateway, event)).status_code == 200
+    async with gateway.client() as client:
+        answer = await client.get("/function_calls/other", params={"wait": 0.5})
+    assert answer.json()["gateway_status"] == "pending"

@@ -15,7 +15,12 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from channels.slack.listeners import SlackListeners
 from channels.slack.pacing import Pacer
-from channels.slack.render import approval_message, contact_message, decided_message
+from channels.slack.render import (
+    approval_message,
+    contact_message,
+    decided_message,
+    outcome_line,
+)
 from channels.slack.settings import SlackSettings
 from gateway.core import Core
 from gateway.errors import ChannelNotConfigured, DeliveryError
@@ -102,8 +107,13 @@ class SlackChannel:
 
     async def update(self, request: RequestView, target: Target, ref: dict[str, Any], /) -> None:
         message = decided_message(request)
+        client = self.client(request)
         try:
-            await self.client(request).chat_update(channel=ref["channel"], ts=ref["ts"], **message)
+            await client.chat_update(channel=ref["channel"], ts=ref["ts"], **message)
+            if request.status != "pending":  # and say it in the thread, for the record
+                await client.chat_postMessage(
+                    channel=ref["channel"], thread_ts=ref["ts"], text=outcome_line(request)
+                )
         except (SlackApiError, ClientError, TimeoutError) as error:
             raise as_delivery_error(error) from None
 

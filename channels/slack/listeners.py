@@ -9,13 +9,15 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
+from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltRequest, AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
 from gateway.decisions import Decision, decide_by_rid
 from gateway.errors import Conflict, NotAllowed, NotFound
 from gateway.lifecycle import Event
+from gateway.replies import is_approval
 from gateway.store import requests as request_store
+from gateway.store.tables import Request
 
 if TYPE_CHECKING:  # the composition root hands the core over
     from gateway.core import Core
@@ -155,7 +157,56 @@ class SlackListeners:
 
         await self._decide(body, meta["rid"], decision, tell)
 
+    async def _thread_request(self, channel: str, thread_ts: str) -> Request | None:
+        """The request whose Slack message starts this thread, in this channel."""
+        async with self.core.db.read() as conn:
+            rows = await request_store.get_by_slack_ts(conn, thread_ts)
+            deliveries = await request_store.list_deliveries(conn, [r.rid for r in rows])
+        ours = {
+            d.rid
+            for d in deliveries
+            if d.channel == "slack" and json.loads(d.ref_json or "{}").get("channel") == channel
+        }
+        return next((row for row in rows if row.rid in ours), None)
+
+    async def thread_reply(
+        self, event: dict[str, Any], client: AsyncWebClient, request: AsyncBoltRequest
+    ) -> None:
+        thread_ts, channel = event.get("thread_ts"), str(event.get("channel", ""))
+        if (
+            event.get("bot_id")
+            or event.get("subtype")
+            or not thread_ts
+            or thread_ts == event.get("ts")
+        ):
+            return  # not a person's reply inside a thread
+        row = await self._thread_request(channel, str(thread_ts))
+        if row is None:
+            return  # a thread that is not one of ours
+        text, user = str(event.get("text") or "").strip(), str(event.get("user") or "")
+        info = {"channel": "slack", "user_id": user, "name": user, "team_id": event.get("team")}
+        if row.kind == "human_contact":
+            decision = Decision(Event.RESPOND, info, response=text)
+        elif is_approval(text):
+            decision = Decision(Event.APPROVE, info, comment=text)
+        else:
+            decision = Decision(Event.REJECT, info, comment=text or None)
+        # Slack redelivers an event it thinks we missed; the first copy may have decided.
+        retried = bool(request.headers.get("x-slack-retry-num"))
+
+        async def tell(text: str) -> None:
+            if not retried:
+                await client.chat_postEphemeral(
+                    channel=channel, user=user, text=text, thread_ts=thread_ts
+                )
+
+        try:
+            await decide_by_rid(self.core, row.rid, decision, channel="slack", actor_id=user)
+        except (NotAllowed, Conflict, NotFound) as refusal:
+            await tell(str(refusal))
+
     def register(self, app: AsyncApp) -> None:
+        app.event("message")(self.thread_reply)
         app.action("gw_approve")(self.approve)
         app.action("gw_reject")(self.reject)
         app.action(_OPTION_PATTERN)(self.option)

@@ -50,6 +50,12 @@ async def get_by_rid(conn: AsyncConnection, rid: str) -> Request | None:
     return _to_request((await conn.execute(query)).first())
 
 
+async def get_by_slack_ts(conn: AsyncConnection, ts: str) -> list[Request]:
+    """Requests whose Slack message has this ts (a thread's parent); callers check the channel."""
+    query = sa.select(_request).where(_request.c.slack_message_ts == ts)
+    return [Request(**row._mapping) for row in (await conn.execute(query)).all()]
+
+
 async def decide(
     conn: AsyncConnection, rid: str, status: str, fields: dict[str, Any]
 ) -> Request | None:

@@ -59,7 +59,7 @@ class Request(SQLModel, table=True):
     option_name: str | None = Field(default=None, max_length=255)
     response: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
     user_info_json: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
-    slack_message_ts: str | None = Field(default=None, max_length=64)
+    slack_message_ts: str | None = Field(default=None, max_length=64, index=True)
     requested_at: datetime = Field(sa_column=_ts())
     responded_at: datetime | None = Field(default=None, sa_column=_ts(nullable=True))
 

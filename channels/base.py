@@ -38,3 +38,12 @@ class Mountable(Protocol):
     """A channel that receives HTTP callbacks (Slack's events and interactions)."""
 
     def mount(self, app: FastAPI, core: Core, /) -> None: ...
+
+
+@runtime_checkable
+class Checkable(Protocol):
+    """A channel that can test its connection for `gateway check`."""
+
+    async def check(self) -> str:
+        """A line describing the working connection; raise DeliveryError when it fails."""
+        ...

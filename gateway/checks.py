@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+from channels.base import Channel, Checkable
 from channels.registry import REGISTRY
 from gateway.errors import DeliveryError, InvalidInput
 from gateway.routing import RoutingConfig, load_config
 from gateway.settings import Settings
 from gateway.ssrf import pin_public
-from gateway.store import Database
+from gateway.store import Database, migrate
 from gateway.store import projects as project_store
 from gateway.store.tables import ApiKey
 
@@ -30,11 +31,15 @@ async def run_checks(settings: Settings) -> int:
     except ValueError as error:
         problems.append(f"config: {error}")
     for name, factory in REGISTRY.items():
-        missing = factory().missing_settings()
-        state = f"not configured (set {', '.join(missing)})" if missing else "configured"
-        print(f"info channel {name}: {state}")
+        problem = await _check_channel(name, factory())
+        if problem:
+            problems.append(problem)
     db = Database(settings.database_url)
     try:
+        behind = await migrate.schema_behind(db)
+        if behind:
+            problems.append(behind)
+            return _report(problems)
         async with db.read() as conn:
             await conn.execute(sa.text("SELECT 1"))
             hooks = await project_store.list_webhooks(conn)
@@ -52,6 +57,10 @@ async def run_checks(settings: Settings) -> int:
         problems.append(f"database {db!r}: {type(error).__name__}: {error}")
     finally:
         await db.aclose()
+    return _report(problems)
+
+
+def _report(problems: list[str]) -> int:
     for problem in problems:
         print(f"FAIL {problem}")
     return 1 if problems else 0
@@ -67,3 +76,19 @@ def _stale_key_targets(config: RoutingConfig, keys: list[ApiKey]) -> list[str]:
             except InvalidInput as error:
                 problems.append(f"api key {key.id} ({key.prefix}…): {error}")
     return problems
+
+
+async def _check_channel(name: str, channel: Channel) -> str | None:
+    """Log in where the channel can; a channel that is not configured is not a problem."""
+    missing = channel.missing_settings()
+    if missing:
+        print(f"info channel {name}: not configured (set {', '.join(missing)})")
+        return None
+    if not isinstance(channel, Checkable):
+        print(f"info channel {name}: configured")
+        return None
+    try:
+        print(f"ok   channel {name}: {await channel.check()}")
+    except DeliveryError as error:
+        return f"channel {name}: {error}"
+    return None

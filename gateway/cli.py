@@ -11,6 +11,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from channels.slack.manifest import manifest
 from gateway import bootstrap, decisions
 from gateway.app import build_core, create_app
 from gateway.checks import run_checks
@@ -195,6 +196,11 @@ async def db_upgrade(_core: Core, _args: argparse.Namespace) -> int:
     return 0
 
 
+def slack_manifest(_settings: Settings, args: argparse.Namespace) -> int:
+    print(json.dumps(manifest(args.public_url), indent=2))
+    return 0
+
+
 def check(settings: Settings, _args: argparse.Namespace) -> int:
     return asyncio.run(run_checks(settings))
 
@@ -254,6 +260,12 @@ def _parser() -> argparse.ArgumentParser:
     p = commands.add_parser("jobs", help="list outbox jobs (dead ones gave up)")
     p.add_argument("--status", choices=["pending", "running", "done", "dead"])
     p.set_defaults(run=_with_core(jobs))
+    slack = commands.add_parser("slack", help="Slack app").add_subparsers(
+        dest="action", required=True
+    )
+    p = slack.add_parser("manifest", help="print an app manifest for api.slack.com/apps")
+    p.add_argument("--public-url", required=True, help="where Slack reaches this gateway")
+    p.set_defaults(run=slack_manifest)
     commands.add_parser("check", help="validate settings, config and connections").set_defaults(
         run=check
     )

@@ -117,6 +117,21 @@ class SlackChannel:
         except (SlackApiError, ClientError, TimeoutError) as error:
             raise as_delivery_error(error) from None
 
+    async def check(self) -> str:
+        """auth.test with the configured bot token."""
+        if self.settings.bot_token is None:
+            raise ChannelNotConfigured("slack is not configured: set SLACK_BOT_TOKEN")
+        client = AsyncWebClient(
+            token=self.settings.bot_token.get_secret_value(),
+            base_url=self.settings.api_url,
+            timeout=10,
+        )
+        try:
+            auth = await client.auth_test()
+        except (SlackApiError, ClientError, TimeoutError) as error:
+            raise as_delivery_error(error) from None
+        return f"signed in as {auth.get('user')} ({auth.get('user_id')}) in {auth.get('team')}"
+
     def mount(self, app: FastAPI, core: Core, /) -> None:
         """Serve Slack's callbacks at /slack/events (alias /slack/interactions) via Bolt."""
         if self.settings.bot_token is None or self.settings.signing_secret is None:

@@ -46,6 +46,7 @@ bench: dev
 	bash tests/services/provision.sh
 	$(BIN)/python bench/intake.py
 	$(BIN)/python bench/decision_latency.py
+	$(BIN)/python bench/slack_latency.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

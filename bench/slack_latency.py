@@ -1,0 +1,137 @@
+"""Slack click received -> long-poll waiter returns, p50/p99, against a bare ASGI round trip.
+
+The gateway runs as `gateway serve` in a subprocess with its Slack client pointed at a fake
+Slack Web API on 127.0.0.1; each click is a block_actions payload signed with Slack's
+algorithm and posted to /slack/interactions. Bounded: at most N clicks or PHASE_LIMIT s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import tempfile
+import time
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import common
+from bench.decision_latency import Phase, baseline_round_trips
+from tests.fakes.slack import FakeSlack
+from tests.services.gateway_process import GatewayProcess
+from tests.test_slack import SIGNING_SECRET, click, signed_headers
+
+N = 200
+WARMUP = 5
+PHASE_LIMIT = 20.0
+SETTLE = 0.1  # let the waiter register, so this measures the wake-up path
+
+
+async def approve_button(fake: FakeSlack, call_id: str) -> dict[str, Any]:
+    """The Approve button of the message posted for `call_id` (thread notes have none)."""
+    marker = f"`{call_id}`"
+    while True:
+        posts = fake.calls_to("chat.postMessage", include_failed=False)
+        for post in posts:
+            blocks = post.params.get("blocks") or []
+            if marker in json.dumps(blocks):
+                for block in blocks:
+                    for element in block.get("elements", []):
+                        if element.get("action_id") == "gw_approve":
+                            return dict(element)
+        await fake.wait_for("chat.postMessage", len(posts) + 1)
+
+
+async def one_click(
+    api: httpx.AsyncClient, slack: httpx.AsyncClient, fake: FakeSlack, index: int
+) -> float:
+    call_id = f"slack-{index}"
+    spec = {
+        "fn": "deploy",
+        "kwargs": {"n": index},
+        "channel": {"slack": {"channel_or_user_id": f"C{index}"}},  # pacing is per channel
+    }
+    created = await api.post(
+        "/function_calls", json={"run_id": "b", "call_id": call_id, "spec": spec}
+    )
+    created.raise_for_status()
+    button = await approve_button(fake, call_id)
+    waiter = asyncio.create_task(api.get(f"/function_calls/{call_id}", params={"wait": 30}))
+    await asyncio.sleep(SETTLE)
+    body = "payload=" + urllib.parse.quote(json.dumps(click(fake, button["value"], "gw_approve")))
+    started = time.perf_counter()
+    (await slack.post("/slack/interactions", content=body, headers=signed_headers(body)))
+    answer = await waiter
+    took = time.perf_counter() - started
+    if answer.json()["status"]["approved"] is not True:
+        raise RuntimeError(f"{call_id} was not approved: {answer.text[:200]}")
+    return took
+
+
+async def measure() -> Phase:
+    phase = Phase("SQLite: Slack click -> long-poll answer")
+    async with FakeSlack() as fake:
+        with tempfile.TemporaryDirectory(prefix="gw-bench-slack-") as tmp:
+            env = {
+                "SLACK_BOT_TOKEN": "xoxb-bench",
+                "SLACK_SIGNING_SECRET": SIGNING_SECRET,
+                "SLACK_API_URL": fake.base_url,
+                "GATEWAY_LOG_LEVEL": "warning",
+            }
+            process = await asyncio.to_thread(GatewayProcess(Path(tmp), env).start)
+            try:
+                headers = {"Authorization": f"Bearer {process.api_key}"}
+                async with (
+                    httpx.AsyncClient(
+                        base_url=process.api_base, headers=headers, timeout=40
+                    ) as api,
+                    httpx.AsyncClient(base_url=process.base_url, timeout=10) as slack,
+                ):
+                    deadline = time.monotonic() + PHASE_LIMIT
+                    for index in range(WARMUP + N):
+                        if time.monotonic() >= deadline:
+                            phase.cut_short = True
+                            break
+                        took = await one_click(api, slack, fake, index)
+                        if index >= WARMUP:
+                            phase.latencies.append(took)
+            finally:
+                await asyncio.to_thread(process.stop)
+    print(f"  {phase.label}: {len(phase.latencies)} measured", flush=True)
+    return phase
+
+
+def main() -> int:
+    common.print_machine("Slack click -> long-poll waiter")
+    with common.baseline_server() as server:
+        baseline = asyncio.run(baseline_round_trips(server))
+    slack = asyncio.run(measure())
+    base50 = common.percentile(baseline.latencies, 50)
+    base99 = common.percentile(baseline.latencies, 99)
+    rows = []
+    for phase in (baseline, slack):
+        p50 = common.percentile(phase.latencies, 50)
+        p99 = common.percentile(phase.latencies, 99)
+        rows.append(
+            [
+                phase.label,
+                len(phase.latencies),
+                common.fmt(common.ms(p50)),
+                common.fmt(common.ms(p99)),
+                common.ratio(p50, base50),
+                common.ratio(p99, base99),
+            ]
+        )
+    print()
+    common.print_table(["measurement", "n", "p50 ms", "p99 ms", "p50 vs base", "p99 vs base"], rows)
+    print("\nFrom the signed click leaving the client to the waiter's answer arriving.")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

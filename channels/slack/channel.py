@@ -13,6 +13,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import AsyncConnectionErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
+from channels.slack.install import Installations
 from channels.slack.listeners import SlackListeners
 from channels.slack.pacing import Pacer
 from channels.slack.render import (
@@ -63,20 +64,37 @@ class SlackChannel:
         self.settings = settings or SlackSettings()
         self.pacer = pacer or Pacer()
         self._clients: dict[str, AsyncWebClient] = {}
+        self.installations: Installations | None = None
+
+    @property
+    def installable(self) -> bool:
+        return bool(self.settings.client_id and self.settings.client_secret)
 
     def missing_settings(self) -> list[str]:
-        return [] if self.settings.bot_token else ["SLACK_BOT_TOKEN"]
+        return [] if self.settings.bot_token or self.installable else ["SLACK_BOT_TOKEN"]
 
     async def start(self) -> None:
-        return None
+        if self.installations is not None:
+            await self.installations.create_tables()
 
-    def client(self, request: RequestView) -> AsyncWebClient:
-        """The workspace's client: the request's own bot token (HumanLayer's BYO app) wins."""
+    async def _token(self, request: RequestView, target: Target | None) -> str:
+        """The request's own bot token (HumanLayer's BYO app), else its workspace's
+        installation, else the only installation, else SLACK_BOT_TOKEN."""
         token = request.secrets.get("slack_bot_token")
+        if token is None and self.installations is not None:
+            team_id = target.address.get("team_id") if target is not None else None
+            token = await self.installations.bot_token(team_id)
         if token is None and self.settings.bot_token is not None:
             token = self.settings.bot_token.get_secret_value()
         if token is None:
-            raise ChannelNotConfigured("slack is not configured: set SLACK_BOT_TOKEN")
+            raise ChannelNotConfigured(
+                "no Slack token for this request: install the app in its workspace "
+                "(/slack/install) or set SLACK_BOT_TOKEN"
+            )
+        return token
+
+    async def client(self, request: RequestView, target: Target | None = None) -> AsyncWebClient:
+        token = await self._token(request, target)
         if token not in self._clients:
             # No 429/5xx retry handlers here: the outbox retries, honouring Retry-After.
             self._clients[token] = AsyncWebClient(
@@ -96,7 +114,8 @@ class SlackChannel:
             extra["thread_ts"] = target.address["thread_ts"]
         await self.pacer.wait_turn(channel)
         try:
-            posted = await self.client(request).chat_postMessage(
+            client = await self.client(request, target)
+            posted = await client.chat_postMessage(
                 channel=channel, unfurl_links=False, unfurl_media=False, **message, **extra
             )
         except (SlackApiError, ClientError, TimeoutError) as error:
@@ -107,8 +126,8 @@ class SlackChannel:
 
     async def update(self, request: RequestView, target: Target, ref: dict[str, Any], /) -> None:
         message = decided_message(request)
-        client = self.client(request)
         try:
+            client = await self.client(request, target)
             await client.chat_update(channel=ref["channel"], ts=ref["ts"], **message)
             if request.status != "pending":  # and say it in the thread, for the record
                 await client.chat_postMessage(
@@ -133,16 +152,32 @@ class SlackChannel:
         return f"signed in as {auth.get('user')} ({auth.get('user_id')}) in {auth.get('team')}"
 
     def mount(self, app: FastAPI, core: Core, /) -> None:
-        """Serve Slack's callbacks at /slack/events (alias /slack/interactions) via Bolt."""
-        if self.settings.bot_token is None or self.settings.signing_secret is None:
-            log.warning("slack callbacks are off: set SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET")
+        """Serve Slack's callbacks at /slack/events (alias /slack/interactions) via Bolt, and
+        with SLACK_CLIENT_ID/SECRET the "Add to Slack" pages /slack/install and
+        /slack/oauth_redirect."""
+        if self.settings.signing_secret is None or not (
+            self.settings.bot_token or self.installable
+        ):
+            log.warning(
+                "slack callbacks are off: set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN "
+                "(or SLACK_CLIENT_ID and SLACK_CLIENT_SECRET)"
+            )
             return
-        bolt = AsyncApp(
-            signing_secret=self.settings.signing_secret.get_secret_value(),
-            client=AsyncWebClient(
-                token=self.settings.bot_token.get_secret_value(), base_url=self.settings.api_url
-            ),
-        )
+        signing_secret = self.settings.signing_secret.get_secret_value()
+        if self.installable:
+            self.installations = Installations(self.settings, core.db.writer)
+            bolt = AsyncApp(
+                signing_secret=signing_secret,
+                client=AsyncWebClient(base_url=self.settings.api_url),
+                oauth_settings=self.installations.oauth_settings(),
+            )
+        else:
+            assert self.settings.bot_token is not None
+            token = self.settings.bot_token.get_secret_value()
+            bolt = AsyncApp(
+                signing_secret=signing_secret,
+                client=AsyncWebClient(token=token, base_url=self.settings.api_url),
+            )
         SlackListeners(core).register(bolt)
         handler = AsyncSlackRequestHandler(bolt)
 
@@ -151,6 +186,9 @@ class SlackChannel:
 
         for path in ("/slack/events", "/slack/interactions"):
             app.add_api_route(path, callbacks, methods=["POST"], include_in_schema=False)
+        if self.installable:
+            for path in ("/slack/install", "/slack/oauth_redirect"):
+                app.add_api_route(path, callbacks, methods=["GET"], include_in_schema=False)
 
     async def aclose(self) -> None:
         self._clients.clear()

@@ -7,12 +7,14 @@ from typing import Any
 
 from aiohttp import ClientError
 from fastapi import FastAPI, Request, Response
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import AsyncConnectionErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
+from channels.slack import socket_mode
 from channels.slack.install import Installations
 from channels.slack.listeners import SlackListeners
 from channels.slack.pacing import Pacer
@@ -65,6 +67,8 @@ class SlackChannel:
         self.pacer = pacer or Pacer()
         self._clients: dict[str, AsyncWebClient] = {}
         self.installations: Installations | None = None
+        self._bolt: AsyncApp | None = None
+        self._socket: AsyncSocketModeHandler | None = None
 
     @property
     def installable(self) -> bool:
@@ -76,6 +80,10 @@ class SlackChannel:
     async def start(self) -> None:
         if self.installations is not None:
             await self.installations.create_tables()
+        if self._bolt is not None and self.settings.app_token is not None:
+            # Socket Mode: Slack's events arrive over a WebSocket, no public URL needed.
+            token = self.settings.app_token.get_secret_value()
+            self._socket = await socket_mode.connect(self._bolt, token, self.settings.api_url)
 
     async def _token(self, request: RequestView, target: Target | None) -> str:
         """The request's own bot token (HumanLayer's BYO app), else its workspace's
@@ -179,6 +187,7 @@ class SlackChannel:
                 client=AsyncWebClient(token=token, base_url=self.settings.api_url),
             )
         SlackListeners(core).register(bolt)
+        self._bolt = bolt
         handler = AsyncSlackRequestHandler(bolt)
 
         async def callbacks(request: Request) -> Response:
@@ -191,4 +200,7 @@ class SlackChannel:
                 app.add_api_route(path, callbacks, methods=["GET"], include_in_schema=False)
 
     async def aclose(self) -> None:
+        if self._socket is not None:
+            await socket_mode.disconnect(self._socket)
+            self._socket = None
         self._clients.clear()

@@ -192,7 +192,8 @@ class SlackListeners:
         else:
             decision = Decision(Event.REJECT, info, comment=text or None)
         # Slack redelivers an event it thinks we missed; the first copy may have decided.
-        retried = bool(request.headers.get("x-slack-retry-num"))
+        # Socket Mode stamps every event with retry_attempt 0: only a count above 0 is a retry.
+        retried = int((request.headers.get("x-slack-retry-num") or ["0"])[0]) > 0
 
         async def tell(text: str) -> None:
             if not retried:

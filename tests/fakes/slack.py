@@ -14,6 +14,11 @@ Scenarios are picked by the token, as slack_sdk's own mock server does:
 
 `oauth.v2.access` is the exception to the token rule: slack_sdk sends it with HTTP Basic
 auth (client_id:client_secret) and no bearer token, as Slack expects.
+
+Socket Mode: `apps.connections.open` (with an `xapp-` token) answers `ws://…/link`, a
+WebSocket that greets each client with `hello`. `send_envelope()` pushes an `events_api` or
+`interactive` envelope to the connected client and `wait_for_ack()` waits for its
+`{"envelope_id": …}` acknowledgement; `stop()` closes the sockets.
 """
 
 from __future__ import annotations
@@ -24,11 +29,12 @@ import binascii
 import contextlib
 import itertools
 import json
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from aiohttp import web
+from aiohttp import WSCloseCode, WSMsgType, web
 
 SCENARIOS = ("ratelimited", "server_error", "timeout", "channel_not_found")
 # Form bodies carry these as JSON strings; decode them so tests compare structures.
@@ -72,6 +78,10 @@ class FakeSlack:
         self._failures: dict[tuple[str, str], int] = {}
         self._ts = itertools.count(100, 100)
         self._ids = itertools.count(1)
+        # Socket Mode: the connected clients, the envelopes sent and what the clients sent back.
+        self.envelopes: list[dict[str, Any]] = []
+        self.socket_messages: list[dict[str, Any]] = []
+        self._sockets: list[web.WebSocketResponse] = []
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
         self._methods: dict[str, Handler] = {
@@ -92,6 +102,7 @@ class FakeSlack:
         app = web.Application()
         app.router.add_route("*", "/api/{method}", self._handle_api)
         app.router.add_post("/respond/{id}", self._handle_respond)
+        app.router.add_get("/link", self._handle_link)
         self._stopping.clear()
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
@@ -101,6 +112,8 @@ class FakeSlack:
 
     async def stop(self) -> None:
         self._stopping.set()  # releases requests held back by the timeout scenario
+        for socket in list(self._sockets):  # aiohttp would otherwise wait for them on cleanup
+            await socket.close(code=WSCloseCode.GOING_AWAY, message=b"server stopping")
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -153,6 +166,83 @@ class FakeSlack:
         async with asyncio.timeout(within), self._changed:
             await self._changed.wait_for(lambda: len(self.responses.get(id, [])) >= count)
         return self.responses_to(id)
+
+    # -- Socket Mode -----------------------------------------------------------------------
+
+    @property
+    def socket_connected(self) -> bool:
+        return bool(self._sockets)
+
+    async def wait_for_socket(self, within: float = 10) -> None:
+        """Until a Socket Mode client is connected (and greeted) (TimeoutError otherwise)."""
+        async with asyncio.timeout(within), self._changed:
+            await self._changed.wait_for(lambda: bool(self._sockets))
+
+    async def send_envelope(
+        self, type_: str, payload: dict[str, Any], *, accepts_response_payload: bool = True
+    ) -> str:
+        """Push an envelope (`events_api`, `interactive`, ...) to the newest connected client;
+        returns its envelope id. Waits up to 10 s for a client to connect."""
+        await self.wait_for_socket()
+        envelope_id = str(uuid.uuid4())
+        envelope = {
+            "envelope_id": envelope_id,
+            "type": type_,
+            "payload": payload,
+            "accepts_response_payload": accepts_response_payload,
+        }
+        if type_ == "events_api":  # Slack adds these to every events_api envelope
+            envelope |= {"retry_attempt": 0, "retry_reason": ""}
+        self.envelopes.append(envelope)
+        await self._sockets[-1].send_json(envelope)
+        return envelope_id
+
+    def acks(self, envelope_id: str) -> list[dict[str, Any]]:
+        return [m for m in self.socket_messages if m.get("envelope_id") == envelope_id]
+
+    async def wait_for_ack(self, envelope_id: str, within: float = 10) -> dict[str, Any]:
+        """The client's `{"envelope_id": …[, "payload": …]}` for that envelope (TimeoutError
+        otherwise)."""
+        async with asyncio.timeout(within), self._changed:
+            await self._changed.wait_for(lambda: bool(self.acks(envelope_id)))
+        return self.acks(envelope_id)[0]
+
+    async def _handle_link(self, request: web.Request) -> web.WebSocketResponse:
+        socket = web.WebSocketResponse()  # autoping: answers the client's pings
+        await socket.prepare(request)
+        await socket.send_json(
+            {
+                "type": "hello",
+                "num_connections": 1,
+                "debug_info": {
+                    "host": "applink-fake",
+                    "build_number": 1,
+                    "approximate_connection_time": 18060,
+                },
+                "connection_info": {"app_id": "A1"},
+            }
+        )
+        async with self._changed:
+            self._sockets.append(socket)
+            self._changed.notify_all()
+        try:
+            async for message in socket:  # ends when either side closes the socket
+                if message.type != WSMsgType.TEXT:
+                    continue
+                try:
+                    decoded = json.loads(message.data)
+                except json.JSONDecodeError:
+                    decoded = None
+                if not isinstance(decoded, dict):
+                    decoded = {"raw": message.data}
+                async with self._changed:
+                    self.socket_messages.append(decoded)
+                    self._changed.notify_all()
+        finally:
+            async with self._changed:
+                self._sockets.remove(socket)
+                self._changed.notify_all()
+        return socket
 
     # -- HTTP ------------------------------------------------------------------------------
 

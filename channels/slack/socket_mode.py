@@ -1,0 +1,60 @@
+"""Socket Mode: the gateway dials out to Slack over a WebSocket, so it needs no public URL."""
+
+from __future__ import annotations
+
+import asyncio
+
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.http_retry.builtin_async_handlers import AsyncConnectionErrorRetryHandler
+from slack_sdk.socket_mode.aiohttp import SocketModeClient
+from slack_sdk.web.async_client import AsyncWebClient
+
+
+async def connect(
+    app: AsyncApp, app_token: str, api_url: str, *, within: float = 30
+) -> AsyncSocketModeHandler:
+    """Open the Socket Mode connection that feeds Slack's events and clicks to `app`.
+
+    `apps.connections.open` goes to `api_url` with the app-level (`xapp-`) token. A refused
+    token raises SlackApiError at once; slack_sdk would otherwise retry it forever, as it does
+    an unreachable WebSocket, which is why the whole connect is bounded by `within` seconds.
+    """
+    web_client = AsyncWebClient(
+        base_url=api_url, timeout=10, retry_handlers=[AsyncConnectionErrorRetryHandler()]
+    )
+    # The client starts a task and an aiohttp session as it is built: build it in the loop.
+    handler = AsyncSocketModeHandler(app, app_token, web_client=web_client)
+    client: SocketModeClient = handler.client
+    try:
+        async with asyncio.timeout(within):
+            client.wss_uri = await client.issue_new_wss_url()
+            await handler.connect_async()  # type: ignore[no-untyped-call]  # unannotated
+    except BaseException:
+        await disconnect(handler)
+        raise
+    return handler
+
+
+async def disconnect(handler: AsyncSocketModeHandler) -> None:
+    """Close the WebSocket and the aiohttp session, and wait for the client's tasks to end.
+
+    slack_sdk's `close()` only cancels its receiver, monitor and queue tasks; they are
+    awaited here so nothing is left pending.
+    """
+    client: SocketModeClient = handler.client
+    try:
+        await handler.close_async()  # type: ignore[no-untyped-call]
+    finally:
+        tasks = [
+            task
+            for task in (
+                client.message_processor,
+                client.current_session_monitor,
+                client.message_receiver,
+            )
+            if task is not None
+        ]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

@@ -299,19 +299,22 @@ async def test_rate_limited_post_is_retried_after_retry_after(tmp_path: Path) ->
             assert time.monotonic() - started >= 1  # waited out Retry-After
 
 
+def event_callback(event: dict[str, Any]) -> dict[str, Any]:
+    """The Events API envelope around one event."""
+    return {
+        "type": "event_callback",
+        "team_id": "T1",
+        "api_app_id": "A1",
+        "event_id": f"Ev{event['ts']}",
+        "event_time": int(time.time()),
+        "event": event,
+    }
+
+
 async def post_event(
     gateway: RunningGateway, event: dict[str, Any], *, retry: int | None = None
 ) -> httpx.Response:
-    body = json.dumps(
-        {
-            "type": "event_callback",
-            "team_id": "T1",
-            "api_app_id": "A1",
-            "event_id": f"Ev{event['ts']}",
-            "event_time": int(time.time()),
-            "event": event,
-        }
-    )
+    body = json.dumps(event_callback(event))
     headers = signed_headers(body) | {"Content-Type": "application/json"}
     if retry is not None:
         headers |= {"X-Slack-Retry-Num": str(retry), "X-Slack-Retry-Reason": "http_timeout"}

@@ -3,10 +3,8 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import pytest
@@ -20,7 +18,16 @@ from channels.slack.listeners import SlackListeners
 from channels.slack.socket_mode import connect, disconnect
 from tests.fakes.slack import FakeSlack
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings
-from tests.test_slack import SIGNING_SECRET, click, create, decided, parent_ts, reply, slack_channel
+from tests.test_slack import (
+    SIGNING_SECRET,
+    click,
+    create,
+    decided,
+    event_callback,
+    parent_ts,
+    reply,
+    slack_channel,
+)
 
 APP_TOKEN = "xapp-1-test"
 
@@ -56,17 +63,6 @@ async def handler(
     finally:
         await disconnect(connected)
     assert not fake.socket_connected
-
-
-def event_callback(event: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "type": "event_callback",
-        "team_id": "T1",
-        "api_app_id": "A1",
-        "event_id": f"Ev{event['ts']}",
-        "event_time": int(time.time()),
-        "event": event,
-    }
 
 
 async def test_connect_opens_a_socket_with_the_app_token(

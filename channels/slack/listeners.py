@@ -86,12 +86,15 @@ class SlackListeners:
         except (NotAllowed, Conflict, NotFound) as refusal:
             await tell(str(refusal))
 
-    async def _spec(self, rid: str) -> dict[str, Any]:
+    async def _options(self, rid: str) -> tuple[str | None, list[dict[str, Any]]]:
+        """The request's kind and its reject or response options."""
         async with self.core.db.read() as conn:
             row = await request_store.get_by_rid(conn, rid)
-        spec: dict[str, Any] = json.loads(row.spec_json) if row else {}
-        spec["_kind"] = row.kind if row else None
-        return spec
+        if row is None:
+            return None, []
+        spec = json.loads(row.spec_json)
+        key = "reject_options" if row.kind == "function_call" else "response_options"
+        return row.kind, list(spec.get(key) or [])
 
     async def approve(self, ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
         await ack()
@@ -110,14 +113,12 @@ class SlackListeners:
         await ack()
         action = body["actions"][0]
         rid, index = action["value"], int(action["action_id"].removeprefix("gw_option_"))
-        spec = await self._spec(rid)
-        key = "reject_options" if spec["_kind"] == "function_call" else "response_options"
-        options = spec.get(key) or []
+        kind, options = await self._options(rid)
         if index >= len(options):
             await _ephemeral(respond)("this option no longer exists")
             return
         option = options[index]
-        if spec["_kind"] == "human_contact":
+        if kind == "human_contact":
             answer = option.get("prompt_fill") or option.get("title") or option["name"]
             decision = Decision(
                 Event.RESPOND, user_info(body), response=answer, option_name=option["name"]

@@ -23,7 +23,7 @@ from gateway.dispatch import Dispatcher
 from gateway.routing import load_config
 from gateway.settings import Settings
 from gateway.store import Database, migrate
-from gateway.store.engine import DECIDED_CHANNEL, OUTBOX_CHANNEL
+from gateway.store.engine import DECIDED_CHANNEL, EVERYONE, OUTBOX_CHANNEL
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,9 @@ def build_core(settings: Settings) -> Core:
 
 
 def _on_notify(core: Core, channel: str, payload: str) -> None:
-    if channel == DECIDED_CHANNEL:
+    if channel == DECIDED_CHANNEL and payload == EVERYONE:
+        core.waiters.wake_all()
+    elif channel == DECIDED_CHANNEL:
         core.waiters.wake(payload)
     elif channel == OUTBOX_CHANNEL:
         core.outbox_wakeup.set()

@@ -31,5 +31,11 @@ class Waiters:
         for event in self._events.get(rid, ()):
             event.set()
 
+    def wake_all(self) -> None:
+        """Every waiter re-reads (after missed notifications)."""
+        for events in self._events.values():
+            for event in events:
+                event.set()
+
     def __len__(self) -> int:
         return sum(len(events) for events in self._events.values())

@@ -8,11 +8,14 @@ from typing import Any
 
 import httpx
 import pytest
+import sqlalchemy as sa
 
 from gateway import decisions, intake
 from gateway.app import build_core
 from gateway.lifecycle import Event
+from gateway.store import Database
 from gateway.store import requests as request_store
+from gateway.store.engine import LISTENER_NAME
 from gateway.store.tables import Request
 from tests.helpers import eventually
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings
@@ -142,3 +145,43 @@ async def test_decision_just_before_the_waiter_registers_is_seen(
             answer = await client.get("/function_calls/edge", params={"wait": 10})
         assert answer.json()["status"]["approved"] is True
         assert time.monotonic() - started < 5  # not the 10 s wait, nor a 60 s re-read slice
+
+
+async def test_a_dropped_listen_connection_is_reopened(pg_url: str) -> None:
+    """PostgreSQL kills the LISTEN connections; the replicas reconnect and still wake."""
+    slow_poll = {"outbox_poll_seconds": 60}
+    async with (
+        running_gateway(test_settings(pg_url, **slow_poll)) as replica_a,
+        running_gateway(test_settings(pg_url, **slow_poll)) as replica_b,
+    ):
+        killer = Database(pg_url)
+        try:
+            listeners = sa.text(
+                "SELECT pid FROM pg_stat_activity WHERE application_name = :name"
+            ).bindparams(name=LISTENER_NAME)
+
+            async def pids() -> list[int]:
+                async with killer.read() as conn:
+                    return list((await conn.execute(listeners)).scalars())
+
+            before = await pids()
+            assert len(before) == 2
+            async with killer.read() as conn:
+                for pid in before:
+                    await conn.execute(sa.select(sa.func.pg_terminate_backend(pid)))
+
+            async def reconnected() -> bool:
+                now = await pids()
+                return len(now) == 2 and not set(now) & set(before)
+
+            await eventually(reconnected)
+        finally:
+            await killer.aclose()
+        async with replica_a.client() as a, replica_b.client(replica_a.api_key) as b:
+            await create(a, "after-drop")
+            started = time.monotonic()
+            waiter = asyncio.create_task(a.get("/function_calls/after-drop", params={"wait": 30}))
+            await waiting(replica_a)
+            await b.post("/agent/function_calls/after-drop/respond", json={"approved": True})
+            assert (await waiter).json()["status"]["approved"] is True
+        assert time.monotonic() - started < 15

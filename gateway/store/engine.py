@@ -22,6 +22,8 @@ log = logging.getLogger(__name__)
 SQLITE_BUSY_TIMEOUT_MS = 5000
 DECIDED_CHANNEL = "gateway_decided"
 OUTBOX_CHANNEL = "gateway_outbox"
+EVERYONE = "*"  # a decided-channel payload that wakes every waiter
+LISTENER_NAME = "hitl-gateway-listener"
 
 
 def utcnow() -> datetime:
@@ -79,6 +81,9 @@ class Database:
             self.writer = create_async_engine(url, pool_size=10, max_overflow=10)
             self.reader = self.writer
         self._listener: Any = None
+        self._on_notify: Callable[[str, str], None] = lambda _channel, _payload: None
+        self._reconnect: asyncio.Task[None] | None = None
+        self._closing = False
 
     def __repr__(self) -> str:
         return f"Database({make_url(self.url).render_as_string(hide_password=True)})"
@@ -99,22 +104,51 @@ class Database:
             await conn.execute(sa.select(sa.func.pg_notify(channel, payload)))
 
     async def listen(self, on_notify: Callable[[str, str], None]) -> None:
-        """Receive NOTIFYs from every replica (PostgreSQL only)."""
+        """Receive NOTIFYs from every replica (PostgreSQL only), reconnecting if dropped."""
         if self.is_sqlite:
             return
+        self._on_notify = on_notify
+        await self._connect_listener()
+
+    async def _connect_listener(self) -> None:
         import asyncpg  # type: ignore[import-untyped]  # only PostgreSQL needs the raw driver
 
-        url = make_url(self.url).set(drivername="postgresql")
-        dsn = url.render_as_string(hide_password=False)
-        self._listener = await asyncpg.connect(dsn)
+        dsn = make_url(self.url).set(drivername="postgresql").render_as_string(hide_password=False)
+        conn = await asyncpg.connect(dsn, server_settings={"application_name": LISTENER_NAME})
 
         def callback(_conn: Any, _pid: int, channel: str, payload: str) -> None:
-            on_notify(channel, payload)
+            self._on_notify(channel, payload)
 
         for channel in (DECIDED_CHANNEL, OUTBOX_CHANNEL):
-            await self._listener.add_listener(channel, callback)
+            await conn.add_listener(channel, callback)
+        conn.add_termination_listener(self._listener_lost)
+        self._listener = conn
+
+    def _listener_lost(self, _conn: Any) -> None:
+        if not self._closing:
+            log.warning("lost the PostgreSQL LISTEN connection; reconnecting")
+            self._listener = None
+            self._reconnect = asyncio.create_task(self._reconnect_listener())
+
+    async def _reconnect_listener(self) -> None:
+        delay = 0.2
+        while not self._closing:
+            try:
+                await self._connect_listener()
+            except Exception as error:  # OSError, or asyncpg's own error tree
+                log.warning("LISTEN reconnect failed (%s); retrying in %.1f s", error, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 30)
+            else:
+                # NOTIFYs sent while we were away are gone: have everyone look again.
+                self._on_notify(DECIDED_CHANNEL, EVERYONE)
+                self._on_notify(OUTBOX_CHANNEL, "")
+                return
 
     async def aclose(self) -> None:
+        self._closing = True
+        if self._reconnect is not None:
+            self._reconnect.cancel()
         if self._listener is not None:
             await asyncio.shield(self._listener.close())
             self._listener = None

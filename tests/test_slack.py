@@ -172,6 +172,9 @@ async def test_approve_click_decides_and_updates_the_message(
     assert approved["status"]["approved"] is True
     assert approved["status"]["user_info"]["channel"] == "slack"
     assert approved["status"]["user_info"]["user_id"] == "U0ALICE"
+    # Who decided, as users.info tells it (the fake's profile for U0ALICE).
+    assert approved["status"]["user_info"]["name"] == "User U0ALICE"
+    assert approved["status"]["user_info"]["email"] == "u0alice@example.com"
     assert approved["status"]["slack_message_ts"]
     [update] = await fake.wait_for("chat.update", 1)
     assert update.params["ts"] == approved["status"]["slack_message_ts"]
@@ -255,7 +258,7 @@ async def test_two_clicks_at_once_one_wins(gateway: RunningGateway, fake: FakeSl
     loser = "bob" if winner == "U0ALICE" else "alice"
     [told] = await fake.wait_for_response(loser)
     assert told["response_type"] == "ephemeral"
-    assert f"already approved by {winner.lower()}" in told["text"]
+    assert f"already approved by User {winner} in Slack at" in told["text"]  # users.info name
     await fake.wait_for("chat.update", 1)
     await eventually(lambda: outbox_idle(gateway))
     assert len(fake.calls_to("chat.update")) == 1

@@ -4,12 +4,15 @@ the message. A person who may not answer, or who clicks late, is told so private
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from aiohttp import ClientError
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltRequest, AsyncRespond
+from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from gateway.decisions import Decision, decide_by_rid
@@ -72,6 +75,27 @@ def reason_modal(
 class SlackListeners:
     def __init__(self, core: Core) -> None:
         self.core = core
+        self._people: dict[str, dict[str, Any]] = {}
+
+    async def _person(self, client: AsyncWebClient, info: dict[str, Any]) -> dict[str, Any]:
+        """Add the person's real name and email (users.info, cached) to who decided.
+
+        Best effort: without the users:read.email scope, or if Slack is slow, the decision
+        still goes through with the id and username."""
+        user_id = str(info.get("user_id") or "")
+        if user_id and user_id not in self._people:
+            try:
+                async with asyncio.timeout(2):
+                    user = (await client.users_info(user=user_id))["user"]
+            except (SlackApiError, ClientError, TimeoutError, KeyError):
+                return info
+            profile = user.get("profile") or {}
+            self._people[user_id] = {
+                "name": user.get("real_name") or profile.get("real_name") or info.get("name"),
+                "email": profile.get("email"),
+            }
+        known = {k: v for k, v in self._people.get(user_id, {}).items() if v}
+        return info | known
 
     async def _decide(
         self,
@@ -96,10 +120,13 @@ class SlackListeners:
         key = "reject_options" if row.kind == "function_call" else "response_options"
         return row.kind, list(spec.get(key) or [])
 
-    async def approve(self, ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
+    async def approve(
+        self, ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient
+    ) -> None:
         await ack()
         rid = body["actions"][0]["value"]
-        await self._decide(body, rid, Decision(Event.APPROVE, user_info(body)), _ephemeral(respond))
+        who = await self._person(client, user_info(body))
+        await self._decide(body, rid, Decision(Event.APPROVE, who), _ephemeral(respond))
 
     async def reject(self, ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient) -> None:
         await ack()
@@ -121,7 +148,10 @@ class SlackListeners:
         if kind == "human_contact":
             answer = option.get("prompt_fill") or option.get("title") or option["name"]
             decision = Decision(
-                Event.RESPOND, user_info(body), response=answer, option_name=option["name"]
+                Event.RESPOND,
+                await self._person(client, user_info(body)),
+                response=answer,
+                option_name=option["name"],
             )
         elif option.get("interactive"):
             view = reason_modal(
@@ -135,7 +165,10 @@ class SlackListeners:
         else:
             comment = option.get("prompt_fill") or option.get("title") or option["name"]
             decision = Decision(
-                Event.REJECT, user_info(body), comment=comment, option_name=option["name"]
+                Event.REJECT,
+                await self._person(client, user_info(body)),
+                comment=comment,
+                option_name=option["name"],
             )
         await self._decide(body, rid, decision, _ephemeral(respond))
 
@@ -149,7 +182,10 @@ class SlackListeners:
         await ack()
         meta = json.loads(view["private_metadata"])
         decision = Decision(
-            Event.REJECT, user_info(body), comment=reason.strip(), option_name=meta.get("option")
+            Event.REJECT,
+            await self._person(client, user_info(body)),
+            comment=reason.strip(),
+            option_name=meta.get("option"),
         )
         user = str((body.get("user") or {}).get("id") or "")
 
@@ -185,7 +221,10 @@ class SlackListeners:
         if row is None:
             return  # a thread that is not one of ours
         text, user = str(event.get("text") or "").strip(), str(event.get("user") or "")
-        info = {"channel": "slack", "user_id": user, "name": user, "team_id": event.get("team")}
+        info = await self._person(
+            client,
+            {"channel": "slack", "user_id": user, "name": user, "team_id": event.get("team")},
+        )
         if row.kind == "human_contact":
             decision = Decision(Event.RESPOND, info, response=text)
         elif is_approval(text):

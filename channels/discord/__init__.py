@@ -1,0 +1,1 @@
+"""The Discord channel (discord.py); only this package imports it."""

@@ -1,0 +1,176 @@
+"""Requests as Discord messages: an embed and button specs, pure functions, no network.
+
+Buttons carry their request in the custom id (`gw:<verb>:<rid>`, at most 100 characters),
+so a click on a message sent before a restart still lands (discord.py DynamicItem). Agent
+text is escaped for markdown; mentions are also switched off when sending
+(`allowed_mentions` none), so `@everyone` in a kwarg pings nobody. Embed limits
+(discord.com/developers/docs/resources/message#embed-object-embed-limits) are kept by
+truncating with a link to the request, never by dropping.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+import discord
+
+from gateway.views import RequestView
+
+TITLE_LIMIT = 256
+FIELD_NAME_LIMIT = 256
+FIELD_VALUE_LIMIT = 1024
+DESCRIPTION_LIMIT = 4096
+MAX_FIELDS = 25
+EMBED_TOTAL_LIMIT = 6000
+MAX_BUTTONS = 25  # five rows of five
+PENDING, APPROVED, REJECTED = 0x5865F2, 0x57F287, 0xED4245
+
+Style = Literal["success", "danger", "secondary", "primary"]
+
+
+@dataclass(frozen=True)
+class ButtonSpec:
+    label: str
+    style: Style
+    custom_id: str
+
+
+def escape(text: str) -> str:
+    """Markdown, mentions and masked links render literally (escape_markdown escapes the
+    `[` that opens a `[text](url)` link)."""
+    return discord.utils.escape_markdown(discord.utils.escape_mentions(text))
+
+
+def truncate(text: str, limit: int, link: str | None) -> str:
+    if len(text) <= limit:
+        return text
+    suffix = f"… [see the full request]({link})" if link else "… (truncated)"
+    return text[: limit - len(suffix)] + suffix
+
+
+def custom_id(verb: str, rid: str, index: int | None = None) -> str:
+    return f"gw:{verb}:{rid}" if index is None else f"gw:{verb}:{index}:{rid}"
+
+
+def _value(value: Any, link: str | None) -> str:
+    if isinstance(value, str) and "\n" not in value and len(value) <= 200:
+        text = escape(value)
+    else:
+        rendered = value if isinstance(value, str) else json.dumps(value, indent=2, default=str)
+        text = "```\n" + rendered.replace("```", "`\u200b``") + "\n```"
+    return truncate(text or "\u200b", FIELD_VALUE_LIMIT, link)
+
+
+def _fields(
+    embed: discord.Embed, kwargs: dict[str, Any], link: str | None, *, reserve: int = 0
+) -> None:
+    """One field per kwarg within Discord's limits; what does not fit is pointed to."""
+    budget = EMBED_TOTAL_LIMIT - len(embed) - reserve - 120  # room for the "more" field
+    items = list(kwargs.items())
+    for index, (name, value) in enumerate(items):
+        title = truncate(escape(name), FIELD_NAME_LIMIT, link)
+        room = min(FIELD_VALUE_LIMIT, budget - len(title))
+        last_slot = len(embed.fields) == MAX_FIELDS - 1 and index < len(items) - 1
+        if room < 80 or last_slot:
+            more = f"{len(items) - index} more arguments"
+            embed.add_field(name="…", value=f"[{more}]({link})" if link else more, inline=False)
+            return
+        text = _value(value, link)
+        text = text if len(text) <= room else truncate(text, room, link)
+        embed.add_field(name=title, value=text, inline=False)
+        budget -= len(title) + len(text)
+
+
+def _base(request: RequestView, title: str) -> discord.Embed:
+    embed = discord.Embed(
+        title=truncate(title, TITLE_LIMIT, None),
+        url=request.link,
+        colour=PENDING,
+        timestamp=request.requested_at,
+    )
+    embed.set_footer(text=f"call {request.call_id}"[:2048])
+    return embed
+
+
+def _option_buttons(request: RequestView, key: str, style: Style) -> list[ButtonSpec]:
+    options = request.spec.get(key) or []
+    return [
+        ButtonSpec(
+            (option.get("title") or option["name"])[:80],
+            style,
+            custom_id("option", request.rid, index),
+        )
+        for index, option in enumerate(options)
+    ]
+
+
+def approval(request: RequestView) -> tuple[discord.Embed, list[ButtonSpec]]:
+    run_id, fn = escape(request.run_id), escape(str(request.spec.get("fn", "")))
+    embed = _base(request, f"Agent {run_id} wants to call {fn}")
+    _fields(embed, request.spec.get("kwargs") or {}, request.link)
+    buttons = [
+        ButtonSpec("Approve", "success", custom_id("approve", request.rid)),
+        ButtonSpec("Reject", "danger", custom_id("reject", request.rid)),
+        *_option_buttons(request, "reject_options", "danger"),
+    ]
+    return embed, buttons[:MAX_BUTTONS]
+
+
+def question(request: RequestView) -> tuple[discord.Embed, list[ButtonSpec]]:
+    embed = _base(request, f"Agent {escape(request.run_id)} asks")
+    msg = escape(str(request.spec.get("msg", "")))
+    embed.description = truncate(msg, DESCRIPTION_LIMIT, request.link)
+    buttons = [
+        ButtonSpec("Answer", "primary", custom_id("answer", request.rid)),
+        *_option_buttons(request, "response_options", "secondary"),
+    ]
+    return embed, buttons[:MAX_BUTTONS]
+
+
+def _who(user_info: dict[str, Any] | None) -> str:
+    info = user_info or {}
+    if info.get("channel") == "discord" and str(info.get("user_id") or "").isdigit():
+        return f"<@{info['user_id']}>"  # shown as a name; allowed_mentions none pings nobody
+    return escape(str(info.get("name") or info.get("email") or info.get("user_id") or "someone"))
+
+
+def outcome(request: RequestView) -> str:
+    by, when = _who(request.user_info), _when(request.responded_at)
+    if request.status == "approved":
+        return f"✅ Approved by {by}{when}"
+    if request.status == "rejected":
+        return f"❌ Rejected by {by}{when}: {escape(request.comment or '')}"
+    if request.status == "responded":
+        return f"💬 Answered by {by}{when}: {escape(request.response or '')}"
+    return f"⌛ This request is {escape(request.status)}; it can no longer be answered"
+
+
+def _when(moment: datetime | None) -> str:
+    return "" if moment is None else f" <t:{int(moment.timestamp())}:f>"
+
+
+def decided(request: RequestView) -> discord.Embed:
+    """The message after a decision: an Outcome field, a new colour, no buttons."""
+    line = outcome(request)
+    title = (
+        f"Agent {escape(request.run_id)} wants to call {escape(str(request.spec.get('fn', '')))}"
+        if request.kind == "function_call"
+        else f"Agent {escape(request.run_id)} asks"
+    )
+    embed = _base(request, title)
+    if request.kind == "human_contact":
+        msg = escape(str(request.spec.get("msg", "")))
+        embed.description = truncate(msg, DESCRIPTION_LIMIT - len(line) - 40, request.link)
+    else:
+        reserve = len(line) + 20
+        _fields(embed, request.spec.get("kwargs") or {}, request.link, reserve=reserve)
+        if len(embed.fields) == MAX_FIELDS:
+            embed.remove_field(MAX_FIELDS - 1)
+    embed.colour = {"approved": APPROVED, "rejected": REJECTED}.get(request.status, PENDING)
+    embed.add_field(
+        name="Outcome", value=truncate(line, FIELD_VALUE_LIMIT, request.link), inline=False
+    )
+    return embed

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -17,23 +16,12 @@ from channels.discord.render import (
     question,
 )
 from gateway.views import RequestView
-
-REQUESTED = datetime(2026, 11, 22, 3, 0, tzinfo=UTC)
+from tests.unit.views import REQUESTED, request_view
 
 
 def view(**changes: Any) -> RequestView:
-    values: dict[str, Any] = {
-        "rid": "RID123",
-        "project": "default",
-        "kind": "function_call",
-        "call_id": "call-1",
-        "run_id": "deploy_bot",
-        "spec": {"fn": "drop_table", "kwargs": {"name": "users"}},
-        "status": "pending",
-        "requested_at": REQUESTED,
-        "link": "https://gw.example/r/RID123",
-    }
-    return RequestView(**(values | changes))
+    # An underscore, so the golden test shows markdown escaping.
+    return request_view(**({"run_id": "deploy_bot"} | changes))
 
 
 def test_approval_golden() -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -16,8 +15,8 @@ from channels.slack.render import (
     escape,
 )
 from gateway.views import RequestView
+from tests.unit.views import REQUESTED, request_view
 
-REQUESTED = datetime(2026, 11, 22, 3, 0, tzinfo=UTC)
 INJECTIONS = [
     "<!channel>",
     "<!here>",
@@ -31,18 +30,7 @@ INJECTIONS = [
 
 
 def view(**changes: Any) -> RequestView:
-    values: dict[str, Any] = {
-        "rid": "RID123",
-        "project": "default",
-        "kind": "function_call",
-        "call_id": "call-1",
-        "run_id": "deploy-bot",
-        "spec": {"fn": "drop_table", "kwargs": {"name": "users"}},
-        "status": "pending",
-        "requested_at": REQUESTED,
-        "link": "https://gw.example/r/RID123",
-    }
-    return RequestView(**(values | changes))
+    return request_view(**changes)
 
 
 def all_text(message: dict[str, Any]) -> str:

@@ -394,3 +394,14 @@ async def test_replies_elsewhere_are_ignored(gateway: RunningGateway, fake: Fake
     async with gateway.client() as client:
         answer = await client.get("/function_calls/other", params={"wait": 0.5})
     assert answer.json()["gateway_status"] == "pending"
+
+
+async def test_an_empty_thread_reply_rejects_with_a_comment(
+    gateway: RunningGateway, fake: FakeSlack
+) -> None:
+    """The SDK raises on a rejection without a comment: the gateway writes one."""
+    await create(gateway, "empty")
+    await post_event(gateway, reply(await parent_ts(gateway, "empty"), ""))
+    rejected = await decided(gateway, "empty")
+    assert rejected["status"]["approved"] is False
+    assert rejected["status"]["comment"] == "Rejected in Slack by User U0ALICE"

@@ -15,9 +15,15 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltRequest, AsyncResp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from gateway.decisions import Decision, decide_by_rid
+from gateway.decisions import (
+    Decision,
+    decide_by_rid,
+    function_call_decision,
+    human_contact_decision,
+)
 from gateway.errors import Conflict, NotAllowed, NotFound
 from gateway.lifecycle import Event
+from gateway.models import FunctionCallStatusIn, HumanContactStatusIn
 from gateway.replies import is_approval
 from gateway.store import requests as request_store
 from gateway.store.tables import Request
@@ -110,15 +116,9 @@ class SlackListeners:
         except (NotAllowed, Conflict, NotFound) as refusal:
             await tell(str(refusal))
 
-    async def _options(self, rid: str) -> tuple[str | None, list[dict[str, Any]]]:
-        """The request's kind and its reject or response options."""
+    async def _row(self, rid: str) -> Request | None:
         async with self.core.db.read() as conn:
-            row = await request_store.get_by_rid(conn, rid)
-        if row is None:
-            return None, []
-        spec = json.loads(row.spec_json)
-        key = "reject_options" if row.kind == "function_call" else "response_options"
-        return row.kind, list(spec.get(key) or [])
+            return await request_store.get_by_rid(conn, rid)
 
     async def approve(
         self, ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient
@@ -140,20 +140,14 @@ class SlackListeners:
         await ack()
         action = body["actions"][0]
         rid, index = action["value"], int(action["action_id"].removeprefix("gw_option_"))
-        kind, options = await self._options(rid)
-        if index >= len(options):
+        row = await self._row(rid)
+        key = "reject_options" if row and row.kind == "function_call" else "response_options"
+        options = json.loads(row.spec_json).get(key) or [] if row else []
+        if row is None or index >= len(options):
             await _ephemeral(respond)("this option no longer exists")
             return
         option = options[index]
-        if kind == "human_contact":
-            answer = option.get("prompt_fill") or option.get("title") or option["name"]
-            decision = Decision(
-                Event.RESPOND,
-                await self._person(client, user_info(body)),
-                response=answer,
-                option_name=option["name"],
-            )
-        elif option.get("interactive"):
+        if row.kind == "function_call" and option.get("interactive"):
             view = reason_modal(
                 rid,
                 title=option.get("title") or option["name"],
@@ -162,14 +156,14 @@ class SlackListeners:
             )
             await client.views_open(trigger_id=body["trigger_id"], view=view)
             return
+        who = await self._person(client, user_info(body))
+        # The core's rules, as for the API: the option's prompt_fill is the comment or answer.
+        if row.kind == "human_contact":
+            answer = HumanContactStatusIn(response_option_name=option["name"])
+            decision = human_contact_decision(row, answer, who)
         else:
-            comment = option.get("prompt_fill") or option.get("title") or option["name"]
-            decision = Decision(
-                Event.REJECT,
-                await self._person(client, user_info(body)),
-                comment=comment,
-                option_name=option["name"],
-            )
+            rejection = FunctionCallStatusIn(approved=False, reject_option_name=option["name"])
+            decision = function_call_decision(row, rejection, who)
         await self._decide(body, rid, decision, _ephemeral(respond))
 
     async def reason_submitted(
@@ -225,12 +219,12 @@ class SlackListeners:
             client,
             {"channel": "slack", "user_id": user, "name": user, "team_id": event.get("team")},
         )
+        # The core's rules: a rejection without text still gets a comment.
         if row.kind == "human_contact":
-            decision = Decision(Event.RESPOND, info, response=text)
-        elif is_approval(text):
-            decision = Decision(Event.APPROVE, info, comment=text)
+            decision = human_contact_decision(row, HumanContactStatusIn(response=text), info)
         else:
-            decision = Decision(Event.REJECT, info, comment=text or None)
+            reply = FunctionCallStatusIn(approved=is_approval(text), comment=text or None)
+            decision = function_call_decision(row, reply, info)
         # Slack redelivers an event it thinks we missed; the first copy may have decided.
         # Socket Mode stamps every event with retry_attempt 0: only a count above 0 is a retry.
         retried = int((request.headers.get("x-slack-retry-num") or ["0"])[0]) > 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from channels.base import Channel
+from channels.discord.channel import DiscordChannel
 from channels.placeholder import NotYetAvailable
 from channels.slack.channel import SlackChannel
 from channels.web import WebChannel
@@ -12,7 +13,7 @@ from channels.web import WebChannel
 REGISTRY: dict[str, Callable[[], Channel]] = {
     "web": WebChannel,
     "slack": SlackChannel,
-    "discord": lambda: NotYetAvailable("discord", ["DISCORD_BOT_TOKEN"]),
+    "discord": DiscordChannel,
     "email": lambda: NotYetAvailable("email", ["SMTP_HOST", "EMAIL_FROM"]),
 }
 

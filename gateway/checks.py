@@ -91,4 +91,6 @@ async def _check_channel(name: str, channel: Channel) -> str | None:
         print(f"ok   channel {name}: {await channel.check()}")
     except DeliveryError as error:
         return f"channel {name}: {error}"
+    finally:
+        await channel.aclose()  # a check may have opened a session (Discord logs in)
     return None

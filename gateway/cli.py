@@ -11,6 +11,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from channels.discord.channel import DiscordChannel
 from channels.slack.manifest import manifest
 from gateway import bootstrap, decisions
 from gateway.app import build_core, create_app
@@ -201,6 +202,18 @@ def slack_manifest(_settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def discord_invite_url(_settings: Settings, _args: argparse.Namespace) -> int:
+    async def main() -> str:
+        channel = DiscordChannel()
+        try:
+            return await channel.invite_url()
+        finally:
+            await channel.aclose()
+
+    print(asyncio.run(main()))
+    return 0
+
+
 def check(settings: Settings, _args: argparse.Namespace) -> int:
     return asyncio.run(run_checks(settings))
 
@@ -266,6 +279,11 @@ def _parser() -> argparse.ArgumentParser:
     p = slack.add_parser("manifest", help="print an app manifest for api.slack.com/apps")
     p.add_argument("--public-url", required=True, help="where Slack reaches this gateway")
     p.set_defaults(run=slack_manifest)
+    discord = commands.add_parser("discord", help="Discord bot").add_subparsers(
+        dest="action", required=True
+    )
+    p = discord.add_parser("invite-url", help="print the URL that adds the bot to a server")
+    p.set_defaults(run=discord_invite_url)
     commands.add_parser("check", help="validate settings, config and connections").set_defaults(
         run=check
     )

@@ -173,6 +173,14 @@ async def decide_by_rid(
 
     Raises NotFound, NotAllowed (nothing changes) or Conflict (says who decided first).
     """
+    row = await answerable(core, rid, channel=channel, actor_id=actor_id)
+    return await decide(core, row, decision)
+
+
+async def answerable(core: Core, rid: str, *, channel: str, actor_id: str) -> Request:
+    """The pending request `actor_id` may answer through `channel`; raises like decide_by_rid.
+
+    Channels also call it before opening a form, so nobody types a reason for nothing."""
     async with core.db.read() as conn:
         row = await request_store.get_by_rid(conn, rid)
     if row is None:
@@ -182,7 +190,7 @@ async def decide_by_rid(
         raise NotAllowed("you are not allowed to answer this request")
     if row.status != Status.PENDING:
         raise Conflict(already_decided(row))
-    return await decide(core, row, decision)
+    return row
 
 
 async def respond_function_call(

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from gateway import webhooks
 from gateway.core import Core
 from gateway.errors import DeliveryError
+from gateway.intake import queue_delivery
 from gateway.lifecycle import Status
 from gateway.retry import RetryPolicy
 from gateway.routing import Target
@@ -131,6 +132,8 @@ class Dispatcher:
                 run_at = utcnow() + timedelta(seconds=delay)
                 await outbox_store.retry(conn, job.id, run_at=run_at, error=str(error))
             await self._note_failure(conn, job, str(error), final=final)
+            if final and error.fallback is not None:
+                await self._fall_back(conn, job, Target.model_validate(error.fallback))
         log.warning(
             "outbox job %s (%s) failed%s: %s",
             job.id,
@@ -152,6 +155,13 @@ class Dispatcher:
             event = "webhook_failed" if job.kind == "webhook" else "delivery_failed"
             detail = {"job_id": job.id, "kind": job.kind, "error": error, "attempts": job.attempts}
             await request_store.add_event(conn, job.rid, event, detail)
+
+    async def _fall_back(self, conn: AsyncConnection, job: OutboxJob, target: Target) -> None:
+        assert job.rid is not None and job.project_id is not None
+        failed = json.loads(job.payload_json)["delivery_id"]
+        delivery_id = await queue_delivery(conn, job.rid, job.project_id, target)
+        detail = {"failed_delivery_id": failed, "delivery_id": delivery_id, "via": target.via}
+        await request_store.add_event(conn, job.rid, "delivery_fallback", detail)
 
     async def _endpoint_gone(self, job: OutboxJob, reason: str) -> None:
         assert job.id is not None

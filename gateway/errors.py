@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class GatewayError(Exception):
     """Base of every error the gateway raises on purpose."""
@@ -40,12 +42,23 @@ class IllegalTransition(GatewayError):
 
 
 class DeliveryError(GatewayError):
-    """A channel or webhook failed to deliver; `retryable` says whether to try again."""
+    """A channel or webhook failed to deliver; `retryable` says whether to try again.
 
-    def __init__(self, message: str, *, retryable: bool, retry_after: float | None = None) -> None:
+    `fallback` is a target (as JSON) to deliver to instead once this one has failed for good,
+    e.g. a team's Discord channel when a person's DMs are closed."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool,
+        retry_after: float | None = None,
+        fallback: dict[str, Any] | None = None,
+    ) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.retry_after = retry_after
+        self.fallback = fallback
 
 
 class ChannelNotConfigured(DeliveryError):

@@ -74,6 +74,22 @@ def _delivery_plan(core: Core, target: Target) -> tuple[str, str | None]:
     return "queued", None
 
 
+async def queue_delivery(conn: AsyncConnection, rid: str, project_id: int, target: Target) -> int:
+    """A delivery row and the outbox job that sends it, in the caller's transaction."""
+    delivery_id = await request_store.add_delivery(
+        conn, rid, target.channel, target.model_dump(mode="json"), status="queued"
+    )
+    await outbox_store.enqueue(
+        conn,
+        "deliver",
+        {"delivery_id": delivery_id},
+        rid=rid,
+        project_id=project_id,
+        max_attempts=DELIVER_ATTEMPTS,
+    )
+    return delivery_id
+
+
 async def _record_route(
     conn: AsyncConnection, core: Core, row: Request, route: list[Target]
 ) -> None:
@@ -83,6 +99,9 @@ async def _record_route(
     ]
     for target in route:
         status, error = _delivery_plan(core, target)
+        if status == "queued":
+            await queue_delivery(conn, row.rid, row.project_id, target)
+            continue
         ref = {"url": core.link(row.rid)} if status == "sent" else None
         delivery_id = await request_store.add_delivery(
             conn,
@@ -94,16 +113,7 @@ async def _record_route(
             ref=ref,
         )
         detail = {"delivery_id": delivery_id, "channel": target.channel}
-        if status == "queued":
-            await outbox_store.enqueue(
-                conn,
-                "deliver",
-                {"delivery_id": delivery_id},
-                rid=row.rid,
-                project_id=row.project_id,
-                max_attempts=DELIVER_ATTEMPTS,
-            )
-        elif status == "sent":
+        if status == "sent":
             audit.append(("delivered", detail))
         else:
             audit.append(("delivery_failed", detail | {"error": error}))

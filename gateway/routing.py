@@ -126,11 +126,22 @@ class RoutingConfig(Strict):
         if person.slack:
             targets.append(_target("slack", {"channel": person.slack}, [person.slack], via))
         if person.discord:
-            address = {"user_id": person.discord}
+            address = self.discord_dm(person.discord)
             targets.append(_target("discord", address, [person.discord], via))
         if person.email:
             targets.append(_target("email", {"address": person.email}, [person.email], via))
         return targets or [web_target(via)]
+
+    def discord_dm(self, user_id: str) -> dict[str, Any]:
+        """A DM address, with the channel of the first team listing that person as the
+        place to post instead when Discord refuses the DM."""
+        address: dict[str, Any] = {"user_id": user_id}
+        for team in self.teams.values():
+            members = [self.people[m].discord for m in team.members]
+            if team.discord_channel and user_id in members:
+                address["fallback_channel_id"] = team.discord_channel
+                break
+        return address
 
 
 def _known(names: dict[str, Any]) -> str:
@@ -187,7 +198,10 @@ def channel_targets(config: RoutingConfig, channel: ContactChannel) -> list[Targ
         targets.append(_target("email", address, [email.address, *extra], via))
     if channel.discord:
         discord = channel.discord
-        address = {"channel_id": discord.channel_id, "user_id": discord.user_id}
+        if discord.user_id:
+            address = config.discord_dm(discord.user_id)
+        else:
+            address = {"channel_id": discord.channel_id}
         allowed = discord.allowed_responder_ids
         ids: list[str | None] = [*allowed] if allowed else [discord.user_id]
         targets.append(_target("discord", address, ids, via))

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.fakes.discord import FakeDiscord
 from tests.services.inprocess import RunningGateway, running_gateway, write_config
 from tests.services.inprocess import test_settings as settings_for
 
@@ -272,3 +273,19 @@ async def test_db_upgrade_check_and_jobs(cli: Cli, tmp_path: Path) -> None:
     dead = await cli("jobs", "--status", "dead")
     assert dead.returncode == 0, dead
     assert dead.stdout.strip() == ""  # a fresh database has no job that gave up
+
+
+async def test_discord_check_and_invite_url_log_in_to_discord(cli: Cli) -> None:
+    assert (await cli("db", "upgrade")).returncode == 0
+    async with FakeDiscord() as fake:
+        env = {"DISCORD_API_URL": fake.api_url, "DISCORD_GATEWAY_URL": fake.gateway_url}
+        checked = await cli("check", DISCORD_BOT_TOKEN=fake.TOKEN, **env)
+        assert checked.returncode == 0, checked
+        assert "ok   channel discord: signed in as" in checked.stdout
+        invite = await cli("discord", "invite-url", DISCORD_BOT_TOKEN=fake.TOKEN, **env)
+        assert invite.returncode == 0, invite
+        assert f"client_id={fake.APPLICATION_ID}" in invite.last_line
+        refused = await cli("check", DISCORD_BOT_TOKEN="not-the-token", **env)
+    assert refused.returncode == 1, refused
+    assert "discord refused the bot token" in refused.stdout + refused.stderr
+    assert "not-the-token" not in refused.stdout + refused.stderr

@@ -176,12 +176,12 @@ async def test_humanlayer_channel_forms(routed: RunningGateway) -> None:
     discord = {"discord": {"channel_id": "123"}}
     route = await create_and_get(routed, "function_calls", function_call("fc-dc", channel=discord))
     # No allowed_responder_ids: anyone in the channel may answer (responders unset).
-    address = {"channel_id": "123", "user_id": None}
+    address = {"channel_id": "123"}
     assert route == [target("discord", address, None, "spec.channel")]
 
     discord = {"discord": {"user_id": "222", "allowed_responder_ids": ["333"]}}
     route = await create_and_get(routed, "function_calls", function_call("fc-du", channel=discord))
-    address = {"channel_id": None, "user_id": "222"}
+    address = {"user_id": "222"}
     assert route == [target("discord", address, ["333"], "spec.channel")]
 
 

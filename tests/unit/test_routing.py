@@ -187,13 +187,19 @@ def test_team_without_channels_falls_back_to_web(config: RoutingConfig) -> None:
 def test_person_expands_to_each_contact(config: RoutingConfig) -> None:
     assert summary(config.expand("person:alice", via="v")) == [
         ("slack", {"channel": "U-ALICE"}, ["U-ALICE"], "v"),
-        ("discord", {"user_id": "111"}, ["111"], "v"),
+        # alice is in a team with a Discord channel: it is where a refused DM goes instead.
+        ("discord", {"user_id": "111", "fallback_channel_id": "999"}, ["111"], "v"),
         ("email", {"address": "alice@example.com"}, ["alice@example.com"], "v"),
     ]
     assert summary(config.expand("person:bob", via="v")) == [
         ("slack", {"channel": "U-BOB"}, ["U-BOB"], "v"),
         ("email", {"address": "bob@example.com"}, ["bob@example.com"], "v"),
     ]
+
+
+def test_discord_dm_falls_back_only_to_a_team_listing_the_person(config: RoutingConfig) -> None:
+    assert config.discord_dm("111") == {"user_id": "111", "fallback_channel_id": "999"}
+    assert config.discord_dm("424242") == {"user_id": "424242"}
 
 
 def test_person_without_contacts_falls_back_to_web(config: RoutingConfig) -> None:
@@ -352,11 +358,11 @@ def test_email_spec_channel_responders_include_additional_recipients() -> None:
 @pytest.mark.parametrize(
     ("discord", "address", "responders"),
     [
-        (DiscordChannel(user_id="42"), {"channel_id": None, "user_id": "42"}, ["42"]),
-        (DiscordChannel(channel_id="7"), {"channel_id": "7", "user_id": None}, None),
+        (DiscordChannel(user_id="42"), {"user_id": "42"}, ["42"]),
+        (DiscordChannel(channel_id="7"), {"channel_id": "7"}, None),
         (
             DiscordChannel(channel_id="7", allowed_responder_ids=["1", "2"]),
-            {"channel_id": "7", "user_id": None},
+            {"channel_id": "7"},
             ["1", "2"],
         ),
     ],

@@ -1,0 +1,85 @@
+"""The discord.py client: no privileged intents, no pings, one dynamic button class."""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+import discord
+import yarl
+
+from channels.discord.interactions import BUTTON_TEMPLATE, Interactions
+from channels.discord.render import ButtonSpec, custom_id
+from channels.discord.settings import DiscordSettings
+
+# discord.py warns about these at every login; the gateway uses no voice and no guild cache.
+_EXPECTED_WARNINGS = ("voice will NOT be supported", "Guilds intent seems to be disabled")
+
+
+def _unexpected(record: logging.LogRecord) -> bool:
+    return not any(text in record.getMessage() for text in _EXPECTED_WARNINGS)
+
+
+for _name in ("discord.client", "discord.state"):
+    logging.getLogger(_name).addFilter(_unexpected)
+
+# Past this, a 429 is handed to the outbox (which honours Retry-After) instead of waited out.
+MAX_RATELIMIT_WAIT_SECONDS = 30.0
+
+
+class RequestButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=BUTTON_TEMPLATE):
+    """Any of the gateway's buttons, rebuilt from its custom id on every click."""
+
+    def __init__(self, verb: str, rid: str, index: int | None = None) -> None:
+        super().__init__(discord.ui.Button(custom_id=custom_id(verb, rid, index)))
+        self.verb, self.rid, self.index = verb, rid, index
+
+    @classmethod
+    async def from_custom_id(
+        cls,
+        interaction: discord.Interaction[Any],
+        item: discord.ui.Item[Any],
+        match: re.Match[str],
+        /,
+    ) -> RequestButton:
+        index = match["index"]
+        return cls(match["verb"], match["rid"], int(index) if index else None)
+
+    async def callback(self, interaction: discord.Interaction[Any]) -> None:
+        client = interaction.client
+        if isinstance(client, GatewayBot) and client.interactions is not None:
+            await client.interactions.clicked(interaction, self.verb, self.rid, self.index)
+
+
+class GatewayBot(discord.Client):
+    def __init__(self, interactions: Interactions | None) -> None:
+        super().__init__(
+            intents=discord.Intents.none(),  # interactions arrive without any intent
+            allowed_mentions=discord.AllowedMentions.none(),
+            max_ratelimit_timeout=MAX_RATELIMIT_WAIT_SECONDS,
+        )
+        self.interactions = interactions
+
+    async def setup_hook(self) -> None:
+        self.add_dynamic_items(RequestButton)
+
+    async def on_interaction(self, interaction: discord.Interaction[Any]) -> None:
+        if interaction.type is discord.InteractionType.modal_submit and self.interactions:
+            await self.interactions.modal_submitted(interaction)
+
+
+def point_at(settings: DiscordSettings) -> None:
+    """discord.py reads both addresses from class attributes: one bot per process."""
+    discord.http.Route.BASE = settings.api_url
+    discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(settings.gateway_url)
+
+
+def button_view(buttons: list[ButtonSpec]) -> discord.ui.View:
+    view = discord.ui.View(timeout=None)
+    for spec in buttons:
+        style = getattr(discord.ButtonStyle, spec.style)
+        view.add_item(discord.ui.Button(label=spec.label, style=style, custom_id=spec.custom_id))
+    # Finished, so discord.py does not store it: clicks go to RequestButton alone.
+    view.stop()
+    return view

@@ -1,0 +1,201 @@
+"""The Discord channel: post a request (channel or DM), edit it once decided, take clicks.
+
+REST calls (send, edit) work as soon as the bot has logged in; clicks arrive over the
+gateway websocket, which discord.py keeps open, resuming or re-identifying after a drop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+from typing import TYPE_CHECKING, Any
+
+import aiohttp
+import discord
+
+from channels.discord.bot import GatewayBot, button_view, point_at
+from channels.discord.interactions import Interactions
+from channels.discord.render import approval, decided, question
+from channels.discord.settings import DiscordSettings
+from gateway.errors import ChannelNotConfigured, DeliveryError
+from gateway.routing import Target
+from gateway.views import RequestView, Sent
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from gateway.core import Core
+
+log = logging.getLogger(__name__)
+
+DM_REFUSED = 50007  # "Cannot send messages to this user": DMs closed, or no shared server
+# What the bot needs where it posts: see, send, embed, and post in threads.
+PERMISSIONS = discord.Permissions(
+    view_channel=True,
+    send_messages=True,
+    send_messages_in_threads=True,
+    embed_links=True,
+    read_message_history=True,
+)
+
+
+def as_delivery_error(error: Exception) -> DeliveryError:
+    """discord.py's errors, mapped once onto the gateway's tree (retryable or not)."""
+    if isinstance(error, discord.RateLimited):
+        return DeliveryError(
+            f"discord rate limit ({error.retry_after:.1f} s)",
+            retryable=True,
+            retry_after=error.retry_after,
+        )
+    if isinstance(error, discord.HTTPException):
+        retryable = error.status == 429 or error.status >= 500
+        text = f"discord {error.code or 'error'} (HTTP {error.status}): {error.text}"
+        return DeliveryError(text, retryable=retryable)
+    if isinstance(error, discord.LoginFailure):
+        return DeliveryError(f"discord refused the bot token: {error}", retryable=False)
+    return DeliveryError(f"discord unreachable: {type(error).__name__}: {error}", retryable=True)
+
+
+_ERRORS = (discord.DiscordException, aiohttp.ClientError, OSError, TimeoutError)
+
+
+def nonce(rid: str, target: Target) -> str:
+    """Discord drops a second message with the same nonce (enforce_nonce), so a send
+    retried after a crash does not post twice; at most 25 characters."""
+    where = target.address.get("channel_id") or target.address.get("user_id")
+    return hashlib.sha256(f"{rid}:{where}".encode()).hexdigest()[:25]
+
+
+def fallback(target: Target) -> dict[str, Any] | None:
+    """Where a refused DM goes instead: the person's team channel, same responders."""
+    channel_id = target.address.get("fallback_channel_id")
+    if not channel_id:
+        return None
+    address = {"channel_id": channel_id, "instead_of_user_id": target.address["user_id"]}
+    via = f"{target.via}, DM refused"
+    return target.model_copy(update={"address": address, "via": via}).model_dump(mode="json")
+
+
+def _fallback_line(target: Target) -> tuple[str | None, discord.AllowedMentions]:
+    """Agent text never pings; a fallback post pings the one person whose DM failed."""
+    user_id = target.address.get("instead_of_user_id")
+    if not user_id:
+        return None, discord.AllowedMentions.none()
+    line = f"<@{user_id}>, your DMs are closed, so this request is posted here."
+    mentions = discord.AllowedMentions.none()
+    mentions.users = [discord.Object(int(user_id))]
+    return line, mentions
+
+
+class DiscordChannel:
+    name = "discord"
+
+    def __init__(self, settings: DiscordSettings | None = None) -> None:
+        self.settings = settings or DiscordSettings()
+        self.interactions: Interactions | None = None
+        self._bot: GatewayBot | None = None
+        self._connection: asyncio.Task[None] | None = None
+        self._login = asyncio.Lock()
+
+    def missing_settings(self) -> list[str]:
+        return [] if self.settings.bot_token else ["DISCORD_BOT_TOKEN"]
+
+    def mount(self, app: FastAPI, core: Core, /) -> None:
+        """No HTTP routes: clicks come over the bot's websocket. This hands over the core."""
+        self.interactions = Interactions(core)
+
+    async def start(self) -> None:
+        if self.missing_settings():
+            return
+        try:
+            await self.bot()
+        except DeliveryError as error:  # the outbox retries sends; the gateway still starts
+            log.error("discord: %s", error)
+
+    async def bot(self) -> GatewayBot:
+        """The logged-in bot; its websocket is opened once there are clicks to handle."""
+        if self.settings.bot_token is None:
+            raise ChannelNotConfigured("discord is not configured: set DISCORD_BOT_TOKEN")
+        async with self._login:
+            if self._bot is None:
+                point_at(self.settings)
+                bot = GatewayBot(self.interactions)
+                try:
+                    await bot.login(self.settings.bot_token.get_secret_value())
+                except _ERRORS as error:
+                    await bot.close()
+                    raise as_delivery_error(error) from None
+                self._bot = bot
+            if self.interactions is not None and self._connection is None:
+                self._connection = asyncio.create_task(self._connect(self._bot))
+        return self._bot
+
+    async def _connect(self, bot: GatewayBot) -> None:
+        try:
+            await bot.connect(reconnect=True)  # resumes or re-identifies by itself
+        except discord.DiscordException as error:
+            log.error("discord: the websocket stopped for good: %s", error)
+
+    async def send(self, request: RequestView, target: Target, /) -> Sent:
+        embed, buttons = (approval if request.kind == "function_call" else question)(request)
+        bot = await self.bot()
+        content, mentions = _fallback_line(target)
+        try:
+            destination = await self._destination(bot, target)
+            message = await destination.send(
+                content=content,
+                embed=embed,
+                view=button_view(buttons),
+                nonce=nonce(request.rid, target),
+                allowed_mentions=mentions,
+            )
+        except discord.Forbidden as error:
+            refused = error.code == DM_REFUSED and "user_id" in target.address
+            failure = as_delivery_error(error)
+            failure.fallback = fallback(target) if refused else None
+            raise failure from None
+        except _ERRORS as error:
+            raise as_delivery_error(error) from None
+        return Sent(ref={"channel_id": str(message.channel.id), "message_id": str(message.id)})
+
+    async def _destination(self, bot: GatewayBot, target: Target) -> discord.abc.Messageable:
+        channel_id = target.address.get("channel_id")
+        if channel_id:
+            return bot.get_partial_messageable(int(channel_id))
+        return await bot.create_dm(discord.Object(int(target.address["user_id"])))
+
+    async def update(self, request: RequestView, target: Target, ref: dict[str, Any], /) -> None:
+        bot = await self.bot()
+        channel = bot.get_partial_messageable(int(ref["channel_id"]))
+        try:
+            await channel.get_partial_message(int(ref["message_id"])).edit(
+                embed=decided(request), view=None
+            )
+        except discord.NotFound:
+            log.info("discord: message %s was deleted; nothing to edit", ref["message_id"])
+        except _ERRORS as error:
+            raise as_delivery_error(error) from None
+
+    async def check(self) -> str:
+        """Log in with the bot token, as `gateway check` does for every channel."""
+        bot = await self.bot()
+        user = bot.user
+        return f"signed in as {user} ({user.id})" if user else "signed in"
+
+    async def invite_url(self) -> str:
+        """The OAuth2 URL that adds the bot to a server with the permissions it needs."""
+        application_id = self.settings.application_id
+        if application_id is None:
+            bot = await self.bot()
+            application_id = str((await bot.application_info()).id)
+        return str(discord.utils.oauth_url(application_id, permissions=PERMISSIONS))
+
+    async def aclose(self) -> None:
+        if self._bot is not None:
+            await self._bot.close()
+        if self._connection is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait_for(self._connection, timeout=5)
+        self._bot, self._connection = None, None

@@ -1,0 +1,473 @@
+"""Discord end to end: the gateway's real discord.py bot, logged in to a fake Discord (REST
+and gateway websocket) through DISCORD_API_URL and DISCORD_GATEWAY_URL; clicks and modal
+submissions are INTERACTION_CREATE dispatches, answers are the recorded callbacks."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from channels.discord import interactions
+from channels.discord.channel import DiscordChannel
+from channels.discord.settings import DiscordSettings
+from gateway.errors import DeliveryError
+from gateway.routing import Target
+from gateway.settings import Settings
+from gateway.store import requests as request_store
+from tests.fakes.discord import FakeDiscord
+from tests.helpers import events, eventually, outbox_idle
+from tests.services.inprocess import RunningGateway, running_gateway, test_settings
+from tests.unit.views import request_view
+
+CHANNEL = "500000000000000001"
+TEAM_CHANNEL = "500000000000000002"
+ALICE, BOB, MALLORY = "600000000000000001", "600000000000000002", "600000000000000003"
+UPDATE_MESSAGE, MODAL, CHANNEL_MESSAGE, DEFERRED_UPDATE = 7, 9, 4, 6
+EPHEMERAL = 64
+
+ROUTING = f"""
+[people.alice]
+discord = "{ALICE}"
+
+[people.bob]
+discord = "{BOB}"
+
+[teams.ops]
+members = ["alice", "bob"]
+discord_channel = "{TEAM_CHANNEL}"
+"""
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeDiscord]:
+    async with FakeDiscord() as discord_fake:
+        yield discord_fake
+
+
+def discord_channel(fake: FakeDiscord, token: str = FakeDiscord.TOKEN) -> DiscordChannel:
+    settings = DiscordSettings(  # type: ignore[call-arg]
+        _env_file=None, bot_token=token, api_url=fake.api_url, gateway_url=fake.gateway_url
+    )
+    return DiscordChannel(settings)
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    config = tmp_path / "routing.toml"
+    config.write_text(ROUTING)
+    return test_settings(f"sqlite+aiosqlite:///{tmp_path}/discord.db", config=config)
+
+
+@asynccontextmanager
+async def gateway_with_bot(settings: Settings, fake: FakeDiscord) -> AsyncIterator[RunningGateway]:
+    """A gateway whose bot is connected: clicks pushed now reach it."""
+    async with running_gateway(settings, channels={"discord": discord_channel(fake)}) as running:
+        await fake.wait_ready()
+        yield running
+
+
+@pytest.fixture
+async def gateway(settings: Settings, fake: FakeDiscord) -> AsyncIterator[RunningGateway]:
+    async with gateway_with_bot(settings, fake) as running:
+        yield running
+
+
+async def create(
+    gateway: RunningGateway,
+    fake: FakeDiscord,
+    call_id: str,
+    *,
+    channel: dict[str, Any] | None = None,
+    contact: bool = False,
+    **spec: Any,
+) -> tuple[str, dict[str, Any]]:
+    """Create a request routed to Discord; returns its rid and the message the bot posted."""
+    route = channel or {"discord": {"channel_id": CHANNEL}}
+    path, base = (
+        ("/contact_requests", {"msg": "Which region?"})
+        if contact
+        else ("/function_calls", {"fn": "drop_table", "kwargs": {"name": "users"}})
+    )
+    body = {"run_id": "r1", "call_id": call_id, "spec": base | spec | {"channel": route}}
+    async with gateway.client() as client:
+        response = await client.post(path, json=body)
+        assert response.status_code == 200, response.text
+    await eventually(lambda: outbox_idle(gateway))
+    async with gateway.core.db.read() as conn:
+        row = await request_store.get_by_call_id(conn, 1, call_id)
+    assert row is not None
+    posted = [m for m in fake.messages.values() if f"call {call_id}" in _footer(m)]
+    assert len(posted) == 1, f"expected one message for {call_id}, got {len(posted)}"
+    return row.rid, posted[0]
+
+
+def _footer(message: dict[str, Any]) -> str:
+    return str(((message.get("embeds") or [{}])[0].get("footer") or {}).get("text", ""))
+
+
+def custom_ids(message: dict[str, Any]) -> list[str]:
+    return [b["custom_id"] for row in message.get("components") or [] for b in row["components"]]
+
+
+async def get(gateway: RunningGateway, call_id: str, contact: bool = False) -> dict[str, Any]:
+    path = "/contact_requests" if contact else "/function_calls"
+    async with gateway.client() as client:
+        response = await client.get(f"{path}/{call_id}")
+    assert response.status_code == 200
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def outcome_field(message: dict[str, Any]) -> str:
+    fields = message["embeds"][0].get("fields") or []
+    return next(f["value"] for f in fields if f["name"] == "Outcome")
+
+
+async def test_posts_an_embed_with_buttons_and_no_pings(
+    gateway: RunningGateway, fake: FakeDiscord
+) -> None:
+    rid, message = await create(
+        gateway, fake, "post-1", kwargs={"name": "users", "note": "@everyone look"}
+    )
+    assert message["channel_id"] == CHANNEL
+    assert custom_ids(message) == [f"gw:approve:{rid}", f"gw:reject:{rid}"]
+    embed = message["embeds"][0]
+    assert "drop\\_table" in embed["title"] and "r1" in embed["title"]
+    assert [f["name"] for f in embed["fields"]] == ["name", "note"]
+    post = await fake.wait_for_call(lambda c: c.method == "POST" and c.path.endswith("/messages"))
+    assert post.json_body["allowed_mentions"] == {"parse": []}
+    assert post.json_body["enforce_nonce"] is True and len(post.json_body["nonce"]) <= 25
+    assert "@\u200beveryone" in json.dumps(embed["fields"], ensure_ascii=False)
+
+
+async def test_approve_updates_the_message_in_the_click_response(
+    gateway: RunningGateway, fake: FakeDiscord
+) -> None:
+    rid, message = await create(gateway, fake, "approve-1")
+    clicked = await fake.click(f"gw:approve:{rid}", message_id=message["id"], user_id=ALICE)
+    callback = await fake.wait_for_callback(clicked)
+    assert callback["type"] == UPDATE_MESSAGE
+    assert callback["data"]["components"] == []
+    assert f"Approved by <@{ALICE}>" in outcome_field(callback["data"])
+    answer = await get(gateway, "approve-1")
+    assert answer["status"]["approved"] is True
+    assert answer["status"]["user_info"]["channel"] == "discord"
+    assert answer["status"]["user_info"]["user_id"] == ALICE
+    # The outbox also edits the message through REST (idempotent), with no buttons left.
+    await eventually(lambda: outbox_idle(gateway))
+    assert fake.messages[message["id"]]["components"] == []
+
+
+async def test_reject_opens_a_modal_and_the_reason_is_the_comment(
+    gateway: RunningGateway, fake: FakeDiscord
+) -> None:
+    rid, message = await create(gateway, fake, "reject-1")
+    clicked = await fake.click(f"gw:reject:{rid}", message_id=message["id"], user_id=ALICE)
+    modal = await fake.wait_for_callback(clicked)
+    assert modal["type"] == MODAL
+    assert modal["data"]["custom_id"] == f"gw:modal:reject:{rid}"
+    assert (await get(gateway, "reject-1"))["status"]["approved"] is None  # nothing yet
+    submitted = await fake.submit_modal(
+        modal["data"]["custom_id"],
+        {"text": "  not on a Friday  "},
+        user_id=ALICE,
+        message_id=message["id"],
+    )
+    callback = await fake.wait_for_callback(submitted)
+    assert callback["type"] == UPDATE_MESSAGE and callback["data"]["components"] == []
+    status = (await get(gateway, "reject-1"))["status"]
+    assert status["approved"] is False
+    assert status["comment"] == "not on a Friday"
+
+
+async def test_a_reject_option_decides_with_its_prompt_fill(
+    gateway: RunningGateway, fake: FakeDiscord
+) -> None:
+    options = [
+        {
+            "name": "wrong_table",
+            "title": "Wrong table",
+            "description": "d",
+            "prompt_fill": "use staging",
+        },
+        {
+            "name": "later",
+            "title": "Later",
+            "description": "d",
+            "prompt_fill": "after 5pm",
+            "interactive": True,
+        },
+    ]
+    rid, message = await create(gateway, fake, "option-1", reject_options=options)
+    assert custom_ids(message)[2:] == [f"gw:option:0:{rid}", f"gw:option:1:{rid}"]
+    clicked = await fake.click(f"gw:option:0:{rid}", message_id=message["id"], user_id=BOB)
+    assert (await fake.wait_for_callback(clicked))["type"] == UPDATE_MESSAGE
+    status = (await get(gateway, "option-1"))["status"]
+    assert status["approved"] is False
+    assert status["reject_option_name"] == "wrong_table"
+    assert status["comment"] == "use staging"
+
+
+async def test_an_interactive_option_opens_a_prefilled_modal(
+    gateway: RunningGateway, fake: FakeDiscord
+) -> None:
+    options = [
+        {
+            "name": "later",
+            "title": "Later",
+            "description": "d",
+            "prompt_fill": "after 5pm",
+            "interactive": True,
+        }
+    ]
+    rid, message = await create(gateway, fake, "option-2", reject_options=options)
+    clicked = await fake.click(f"gw:option:0:{rid}", message_id=message["id"], user_id=BOB)
+    modal = await fake.wait_for_callback(clicked)
+    assert modal["type"] == MODAL
+    text_input = modal["data"]["components"][0]["components"][0]
+    assert text_input["value"] == "after 5pm"
+    submitted = await fake.submit_modal(
+        modal["data"]["custom_id"], {"text": "after 6pm"}, user_id=BOB, message_id=message["id"]
+    )
+    await fake.wait_for_callback(submitted)
+    status = (await get(gateway, "option-2"))["status"]
+    assert (status["reject_option_name"], status["comment"]) == ("later", "after 6pm")
+
+
+async def test_a_question_is_answered_in_a_modal(
+    gateway: RunningGateway, fake: FakeDiscord
+) -> None:
+    options = [{"name": "eu", "title": "Europe", "description": "d"}]
+    rid, message = await create(gateway, fake, "ask-1", contact=True, response_options=options)
+    assert custom_ids(message) == [f"gw:answer:{rid}", f"gw:option:0:{rid}"]
+    clicked = await fake.click(f"gw:answer:{rid}", message_id=message["id"], user_id=ALICE)
+    modal = await fake.wait_for_callback(clicked)
+    assert modal["type"] == MODAL
+    submitted = await fake.submit_modal(
+        modal["data"]["custom_id"],
+        {"text": "us-east-1, please"},
+        user_id=ALICE,
+        message_id=message["id"],
+    )
+    callback = await fake.wait_for_callback(submitted)
+    assert "us-east-1, please" in outcome_field(callback["data"])
+    status = (await get(gateway, "ask-1", contact=True))["status"]
+    assert status["response"] == "us-east-1, please"
+    assert status["user_info"]["user_id"] == ALICE
+
+
+async def test_someone_not_allowed_is_told_privately_and_nothing_changes(
+    gateway: RunningGateway, fake: FakeDiscord
+) -> None:
+    route = {"discord": {"channel_id": CHANNEL, "allowed_responder_ids": [ALICE]}}
+    rid, message = await create(gateway, fake, "allowed-1", channel=route)
+    for verb in ("approve", "reject"):
+        clicked = await fake.click(f"gw:{verb}:{rid}", message_id=message["id"], user_id=MALLORY)
+        callback = await fake.wait_for_callback(clicked)
+        assert callback["type"] == CHANNEL_MESSAGE  # not a modal, not an update
+        assert callback["data"]["flags"] == EPHEMERAL
+        assert "not allowed" in callback["data"]["content"]
+    assert (await get(gateway, "allowed-1"))["status"]["approved"] is None
+    assert fake.messages[message["id"]]["components"] != []
+
+
+async def test_two_clicks_at_once_decide_once_and_the_late_one_is_told_who_won(
+    gateway: RunningGateway, fake: FakeDiscord
+) -> None:
+    options = [{"name": "no", "title": "No", "description": "d", "prompt_fill": "no"}]
+    rid, message = await create(gateway, fake, "race-1", reject_options=options)
+    first, second = await asyncio.gather(
+        fake.click(f"gw:approve:{rid}", message_id=message["id"], user_id=ALICE),
+        fake.click(f"gw:option:0:{rid}", message_id=message["id"], user_id=BOB),
+    )
+    callbacks = [await fake.wait_for_callback(i) for i in (first, second)]
+    assert sorted(c["type"] for c in callbacks) == [CHANNEL_MESSAGE, UPDATE_MESSAGE]
+    late = next(c for c in callbacks if c["type"] == CHANNEL_MESSAGE)
+    assert late["data"]["flags"] == EPHEMERAL and "already" in late["data"]["content"]
+    assert (await _event_types(gateway, "race-1")).count("decided") == 1
+
+
+async def test_a_click_after_a_gateway_restart_still_lands(
+    settings: Settings, fake: FakeDiscord
+) -> None:
+    async with gateway_with_bot(settings, fake) as first:
+        rid, message = await create(first, fake, "restart-1")
+    async with gateway_with_bot(settings, fake) as second:
+        assert fake.identify_count == 2  # a new process, a new session
+        clicked = await fake.click(f"gw:approve:{rid}", message_id=message["id"], user_id=BOB)
+        assert (await fake.wait_for_callback(clicked))["type"] == UPDATE_MESSAGE
+        assert (await get(second, "restart-1"))["status"]["approved"] is True
+
+
+async def test_a_modal_submitted_after_a_restart_is_still_handled(
+    settings: Settings, fake: FakeDiscord
+) -> None:
+    async with gateway_with_bot(settings, fake) as first:
+        rid, message = await create(first, fake, "restart-2")
+        clicked = await fake.click(f"gw:reject:{rid}", message_id=message["id"], user_id=ALICE)
+        modal = await fake.wait_for_callback(clicked)
+    async with gateway_with_bot(settings, fake) as second:
+        submitted = await fake.submit_modal(
+            modal["data"]["custom_id"],
+            {"text": "wrong database"},
+            user_id=ALICE,
+            message_id=message["id"],
+        )
+        assert (await fake.wait_for_callback(submitted))["type"] == UPDATE_MESSAGE
+        status = (await get(second, "restart-2"))["status"]
+        assert (status["approved"], status["comment"]) == (False, "wrong database")
+
+
+async def test_a_click_while_the_websocket_is_down_is_not_lost(
+    gateway: RunningGateway, fake: FakeDiscord
+) -> None:
+    rid, message = await create(gateway, fake, "drop-1")
+    async with fake.disconnected():
+        clicked = await fake.click(f"gw:approve:{rid}", message_id=message["id"], user_id=ALICE)
+    callback = await fake.wait_for_callback(clicked)
+    assert callback["type"] == UPDATE_MESSAGE
+    assert fake.resume_count == 1
+    assert (await get(gateway, "drop-1"))["status"]["approved"] is True
+
+
+async def test_a_decision_through_the_api_edits_the_discord_message(
+    gateway: RunningGateway, fake: FakeDiscord
+) -> None:
+    _rid, message = await create(gateway, fake, "api-1")
+    async with gateway.client() as client:
+        body = {"approved": False, "comment": "not today"}
+        response = await client.post("/agent/function_calls/api-1/respond", json=body)
+        assert response.status_code == 200, response.text
+    await eventually(lambda: outbox_idle(gateway))
+    edited = fake.messages[message["id"]]
+    assert edited["components"] == []
+    assert "Rejected by" in outcome_field(edited) and "not today" in outcome_field(edited)
+
+
+async def test_a_rest_429_is_waited_out_and_the_message_sent_once(
+    gateway: RunningGateway, fake: FakeDiscord
+) -> None:
+    fake.fail_next("POST", rf"/channels/{CHANNEL}/messages", status=429, retry_after=0.1)
+    await create(gateway, fake, "limit-1")
+    posts = [c for c in fake.calls if c.method == "POST" and c.path.endswith("/messages")]
+    assert [c.status for c in posts] == [429, 200]
+
+
+async def test_a_long_rate_limit_goes_back_to_the_outbox(
+    gateway: RunningGateway, fake: FakeDiscord
+) -> None:
+    # Over the bot's 30 s patience: discord.py raises, the outbox retries after Retry-After.
+    fake.fail_next("POST", rf"/channels/{CHANNEL}/messages", status=429, retry_after=31)
+    await create_later(gateway, "limit-2")
+    assert "delivery_failed" not in await _event_types(gateway, "limit-2")
+    jobs = await _deliveries(gateway, "limit-2")
+    assert jobs[0]["status"] == "retrying" and "rate limit" in jobs[0]["error"]
+
+
+async def create_later(gateway: RunningGateway, call_id: str) -> None:
+    body = {
+        "run_id": "r1",
+        "call_id": call_id,
+        "spec": {"fn": "f", "kwargs": {}, "channel": {"discord": {"channel_id": CHANNEL}}},
+    }
+    async with gateway.client() as client:
+        assert (await client.post("/function_calls", json=body)).status_code == 200
+
+    async def retrying() -> bool:
+        deliveries = await _deliveries(gateway, call_id)
+        return bool(deliveries) and deliveries[0]["status"] == "retrying"
+
+    await eventually(retrying)
+
+
+async def _deliveries(gateway: RunningGateway, call_id: str) -> list[dict[str, Any]]:
+    deliveries: list[dict[str, Any]] = (await events(gateway, call_id))["deliveries"]
+    return deliveries
+
+
+async def _event_types(gateway: RunningGateway, call_id: str) -> list[str]:
+    return [e["type"] for e in (await events(gateway, call_id))["events"]]
+
+
+async def test_a_refused_dm_fails_visibly_and_falls_back_to_the_team_channel(
+    gateway: RunningGateway, fake: FakeDiscord
+) -> None:
+    fake.dm_blocked.add(ALICE)
+    rid, message = await create(gateway, fake, "dm-1", channel={"person": "alice"})
+    deliveries = await _deliveries(gateway, "dm-1")
+    assert [(d["channel"], d["status"]) for d in deliveries] == [
+        ("discord", "failed"),
+        ("discord", "sent"),
+    ]
+    assert "50007" in deliveries[0]["error"]
+    assert message["channel_id"] == TEAM_CHANNEL
+    assert ALICE in message["content"]
+    post = next(c for c in fake.calls if c.path == f"/channels/{TEAM_CHANNEL}/messages")
+    assert post.json_body["allowed_mentions"] == {"parse": [], "users": [int(ALICE)]}
+    assert "delivery_fallback" in await _event_types(gateway, "dm-1")
+    # Still only alice may answer it there.
+    clicked = await fake.click(f"gw:approve:{rid}", message_id=message["id"], user_id=BOB)
+    assert "not allowed" in (await fake.wait_for_callback(clicked))["data"]["content"]
+    clicked = await fake.click(f"gw:approve:{rid}", message_id=message["id"], user_id=ALICE)
+    assert (await fake.wait_for_callback(clicked))["type"] == UPDATE_MESSAGE
+
+
+async def test_a_dm_that_works_goes_to_the_person(
+    gateway: RunningGateway, fake: FakeDiscord
+) -> None:
+    _rid, message = await create(gateway, fake, "dm-2", channel={"discord": {"user_id": BOB}})
+    assert message["channel_id"] != TEAM_CHANNEL
+    assert [d["status"] for d in await _deliveries(gateway, "dm-2")] == ["sent"]
+
+
+async def test_a_slow_store_defers_then_edits_the_original(
+    gateway: RunningGateway, fake: FakeDiscord, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(interactions, "DEFER_AFTER_SECONDS", 0)  # every decision is "slow"
+    rid, message = await create(gateway, fake, "slow-1")
+    clicked = await fake.click(f"gw:approve:{rid}", message_id=message["id"], user_id=ALICE)
+    assert (await fake.wait_for_callback(clicked))["type"] == DEFERRED_UPDATE
+
+    async def edited() -> bool:
+        return fake.messages[message["id"]]["components"] == []
+
+    await eventually(edited)
+    assert (await get(gateway, "slow-1"))["status"]["approved"] is True
+
+
+async def test_check_logs_in_and_the_invite_url_names_the_application(fake: FakeDiscord) -> None:
+    channel = discord_channel(fake)
+    try:
+        assert FakeDiscord.BOT_USER_ID in await channel.check()
+        url = await channel.invite_url()
+    finally:
+        await channel.aclose()
+    assert f"client_id={FakeDiscord.APPLICATION_ID}" in url and "scope=bot" in url
+    assert "permissions=" in url
+
+
+async def test_check_with_a_bad_token_fails_and_says_so(fake: FakeDiscord) -> None:
+    channel = discord_channel(fake, token="wrong-token")
+    with pytest.raises(DeliveryError, match="refused the bot token"):
+        await channel.check()
+    await channel.aclose()
+
+
+async def test_a_send_repeated_after_a_crash_posts_once(fake: FakeDiscord) -> None:
+    # The outbox may run a send again when the process died before recording it.
+    channel = discord_channel(fake)
+    view = request_view(rid="rid-nonce")
+    target = Target(channel="discord", address={"channel_id": CHANNEL}, via="test")
+    try:
+        first = await channel.send(view, target)
+        second = await channel.send(view, target)
+    finally:
+        await channel.aclose()
+    assert first.ref == second.ref
+    assert len(fake.messages_in(CHANNEL)) == 1

@@ -1,0 +1,76 @@
+"""Golden tests for the components the bot sends, and the custom ids its handlers read back."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from channels.discord.bot import button_view
+from channels.discord.interactions import BUTTON_TEMPLATE, MODAL_ID, reason_modal
+from channels.discord.render import approval, custom_id
+from tests.unit.views import request_view
+
+RID = "aB3_-xYz0123456789abcd"  # the shape crypto.new_rid() makes: URL-safe base64
+
+
+async def test_buttons_become_one_action_row_in_order() -> None:
+    options = [{"name": "stale", "title": "Stale data", "description": "d"}]
+    _embed, buttons = approval(
+        request_view(rid=RID, spec={"fn": "f", "kwargs": {}, "reject_options": options})
+    )
+    assert button_view(buttons).to_components() == [
+        {
+            "type": 1,
+            "components": [
+                {
+                    "type": 2,
+                    "style": 3,
+                    "label": "Approve",
+                    "custom_id": f"gw:approve:{RID}",
+                    "disabled": False,
+                },
+                {
+                    "type": 2,
+                    "style": 4,
+                    "label": "Reject",
+                    "custom_id": f"gw:reject:{RID}",
+                    "disabled": False,
+                },
+                {
+                    "type": 2,
+                    "style": 4,
+                    "label": "Stale data",
+                    "custom_id": f"gw:option:0:{RID}",
+                    "disabled": False,
+                },
+            ],
+        }
+    ]
+
+
+@pytest.mark.parametrize(
+    ("verb", "index"), [("approve", None), ("reject", None), ("answer", None), ("option", 7)]
+)
+def test_every_button_id_is_read_back(verb: str, index: int | None) -> None:
+    match = re.fullmatch(BUTTON_TEMPLATE, custom_id(verb, RID, index))
+    assert match is not None
+    assert (match["verb"], match["rid"]) == (verb, RID)
+    assert match["index"] == (None if index is None else str(index))
+
+
+def test_foreign_ids_are_not_ours() -> None:
+    for other in ("gw:delete:abc", "approve:abc", "gw:approve:a/b", f"gw:option:x:{RID}"):
+        assert re.fullmatch(BUTTON_TEMPLATE, other) is None
+        assert MODAL_ID.match(other) is None
+
+
+async def test_the_reason_modal_is_required_and_prefilled() -> None:
+    modal = reason_modal("option", RID, title="Later", label="Why?", prefill="after 5pm", index=1)
+    payload = modal.to_dict()
+    assert payload["custom_id"] == f"gw:modal:option:1:{RID}"
+    match = MODAL_ID.match(payload["custom_id"])
+    assert match is not None and (match["verb"], match["index"]) == ("option", "1")
+    text_input = payload["components"][0]["components"][0]
+    assert text_input["required"] is True and text_input["min_length"] == 1
+    assert text_input["value"] == "after 5pm" and text_input["style"] == 2

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from channels.base import Channel
 from channels.discord.channel import DiscordChannel
-from channels.placeholder import NotYetAvailable
+from channels.email.channel import EmailChannel
 from channels.slack.channel import SlackChannel
 from channels.web import WebChannel
 
@@ -14,7 +14,7 @@ REGISTRY: dict[str, Callable[[], Channel]] = {
     "web": WebChannel,
     "slack": SlackChannel,
     "discord": DiscordChannel,
-    "email": lambda: NotYetAvailable("email", ["SMTP_HOST", "EMAIL_FROM"]),
+    "email": EmailChannel,
 }
 
 __all__ = ["REGISTRY"]

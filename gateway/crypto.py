@@ -37,9 +37,14 @@ class SecretBox:
     def __init__(self, secret_key: str) -> None:
         digest = hashlib.sha256(b"gateway-secret-box:" + secret_key.encode()).digest()
         self._fernet = Fernet(base64.urlsafe_b64encode(digest))
+        self._root = hashlib.sha256(b"gateway-subkeys:" + secret_key.encode()).digest()
 
     def __repr__(self) -> str:
         return "SecretBox(<redacted>)"
+
+    def subkey(self, purpose: str) -> bytes:
+        """A key for one purpose (e.g. signing email reply tokens), independent of the others."""
+        return hmac.new(self._root, purpose.encode(), hashlib.sha256).digest()
 
     def seal(self, plaintext: str) -> str:
         return self._fernet.encrypt(plaintext.encode()).decode()

@@ -12,10 +12,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from gateway import webhooks
 from gateway.core import Caller, Core
 from gateway.errors import Conflict, InvalidInput, NotAllowed, NotFound
-from gateway.intake import find, noun
+from gateway.intake import add_targets, find, noun
 from gateway.lifecycle import Event, Kind, Status, transition
 from gateway.models import Escalation, FunctionCallStatusIn, HumanContactStatusIn
-from gateway.routing import SERVED_BY_GATEWAY, channel_targets
+from gateway.routing import SERVED_BY_GATEWAY, Target, channel_targets
 from gateway.store import as_utc, dumps, utcnow
 from gateway.store import outbox as outbox_store
 from gateway.store import requests as request_store
@@ -216,7 +216,8 @@ def _given(user_info: Any) -> dict[str, Any] | None:
 async def escalate(
     core: Core, caller: Caller, kind: Kind, call_id: str, escalation: Escalation
 ) -> dict[str, Any]:
-    """Record an email escalation; the email channel acts on the recorded event."""
+    """Send the request again by email, in its thread, with the escalation message on top;
+    the merged recipients may answer too."""
     row = await find(core, caller, kind, call_id)
     if row.status != Status.PENDING:
         raise Conflict(already_decided(row))
@@ -224,5 +225,50 @@ async def escalate(
         channel_targets(core.config, escalation.channel)  # unknown team/person -> 422
     detail = escalation.model_dump(mode="json", exclude={"channel": {"slack": {"bot_token"}}})
     async with core.db.write() as conn:
-        await request_store.add_event(conn, row.rid, "escalated", detail)
+        thread = await _email_thread(conn, row.rid)
+        target = escalation_target(json.loads(row.spec_json), escalation, thread)
+        await request_store.add_to_route(conn, row.rid, target.model_dump(mode="json"))
+        audit = [("escalated", detail), *await add_targets(conn, core, row, [target])]
+        await request_store.add_events(conn, row.rid, audit)
+    core.outbox_wakeup.set()
     return to_wire(row)
+
+
+async def _email_thread(conn: AsyncConnection, rid: str) -> list[str]:
+    """Message-IDs of the request's emails so far, oldest first."""
+    refs = [
+        json.loads(d.ref_json or "{}")
+        for d in await request_store.list_deliveries(conn, [rid])
+        if d.channel == "email" and d.status == "sent"
+    ]
+    return [ref["message_id"] for ref in refs if ref.get("message_id")]
+
+
+def escalation_target(spec: dict[str, Any], escalation: Escalation, thread: list[str]) -> Target:
+    """HumanLayer's rules: the escalation channel's address takes over when given; extra
+    recipients are the original's, the escalation's and the escalation channel's."""
+    original = (spec.get("channel") or {}).get("email") or {}
+    override = escalation.channel.email if escalation.channel else None
+    address = override.address if override else original.get("address")
+    if not address:
+        raise InvalidInput(
+            "nothing to escalate to: this request has no email channel; "
+            "give escalation.channel.email.address"
+        )
+    escalation_channel = override.additional_recipients or [] if override else []
+    extra = [
+        *(original.get("additional_recipients") or []),
+        *[r.model_dump(mode="json") for r in escalation.additional_recipients or []],
+        *[r.model_dump(mode="json") for r in escalation_channel],
+    ]
+    return Target(
+        channel="email",
+        address={
+            "address": address,
+            "additional_recipients": extra,
+            "escalation_msg": escalation.escalation_msg,
+            "thread": thread,
+        },
+        responders=[address, *[r["address"] for r in extra]],
+        via="escalation",
+    )

@@ -97,7 +97,16 @@ async def _record_route(
         ("created", {"call_id": row.call_id}),
         ("routed", {"targets": len(route)}),
     ]
-    for target in route:
+    audit += await add_targets(conn, core, row, route)
+    await request_store.add_events(conn, row.rid, audit)
+
+
+async def add_targets(
+    conn: AsyncConnection, core: Core, row: Request, targets: list[Target]
+) -> list[tuple[str, dict[str, Any]]]:
+    """A delivery per target (queued, sent or unconfigured); returns the audit entries."""
+    audit: list[tuple[str, dict[str, Any]]] = []
+    for target in targets:
         status, error = _delivery_plan(core, target)
         if status == "queued":
             await queue_delivery(conn, row.rid, row.project_id, target)
@@ -117,7 +126,7 @@ async def _record_route(
             audit.append(("delivered", detail))
         else:
             audit.append(("delivery_failed", detail | {"error": error}))
-    await request_store.add_events(conn, row.rid, audit)
+    return audit
 
 
 def _same_request(existing: Request, kind: Kind, fingerprint: str) -> Request:

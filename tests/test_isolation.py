@@ -37,7 +37,11 @@ class Route:
 
 RESPOND_FC = {"approved": True, "comment": "approved by A"}
 RESPOND_HC = {"response": "answered by A"}
-ESCALATE = {"escalation_msg": "A escalates", "additional_recipients": [{"address": "a@a.test"}]}
+ESCALATE = {
+    "escalation_msg": "A escalates",
+    "additional_recipients": [{"address": "a@a.test"}],
+    "channel": {"email": {"address": "lead@a.test"}},
+}
 
 FC: tuple[str, ...] = ("fc",)
 HC: tuple[str, ...] = ("hc",)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -72,6 +73,17 @@ async def decide(
 async def set_slack_message_ts(conn: AsyncConnection, rid: str, ts: str) -> None:
     query = sa.update(_request).where(_request.c.rid == rid).values(slack_message_ts=ts)
     await conn.execute(query)
+
+
+async def add_to_route(conn: AsyncConnection, rid: str, target: dict[str, Any]) -> None:
+    """Append a target to a request's route (an escalation's new recipients may answer)."""
+    current = (
+        await conn.execute(sa.select(_request.c.route_json).where(_request.c.rid == rid))
+    ).scalar_one()
+    route = [*json.loads(current), target]
+    await conn.execute(
+        sa.update(_request).where(_request.c.rid == rid).values(route_json=dumps(route))
+    )
 
 
 async def list_requests(

@@ -125,3 +125,24 @@ class WebhookEndpoint(SQLModel, table=True):
     disabled_reason: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
     source: str = Field(default="cli", max_length=16)
     created_at: datetime = Field(sa_column=_ts())
+
+
+class EmailSeen(SQLModel, table=True):
+    """An inbound email already handled (keyed by Message-ID), so a copy changes nothing."""
+
+    __tablename__ = "email_seen"
+
+    message_key: str = Field(primary_key=True, max_length=255)
+    rid: str | None = Field(default=None, max_length=32)
+    outcome: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    at: datetime = Field(sa_column=_ts())
+
+
+class ImapCheckpoint(SQLModel, table=True):
+    """How far the IMAP watcher has read a mailbox; reset when UIDVALIDITY changes."""
+
+    __tablename__ = "imap_checkpoint"
+
+    mailbox: str = Field(primary_key=True, max_length=255)
+    uidvalidity: int = Field(sa_column=sa.Column(sa.BigInteger, nullable=False))
+    last_uid: int = Field(sa_column=sa.Column(sa.BigInteger, nullable=False))

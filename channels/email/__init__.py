@@ -1,0 +1,1 @@
+"""The email channel: requests out by SMTP, replies in from a mailbox, read by pure functions."""

@@ -1,0 +1,160 @@
+"""The email channel: a threaded email per target, replies read over IMAP or posted raw.
+
+Outbound mail goes through aiosmtplib; inbound mail (IMAP IDLE, or `POST /email/inbound`
+from an MTA pipe or a provider) goes through one pipeline (`inbound.Inbox`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+from email.message import EmailMessage
+from typing import TYPE_CHECKING, Any
+
+import aiosmtplib
+from fastapi import Request
+
+from channels.email import compose, imap, smtp
+from channels.email.imap import Watcher
+from channels.email.inbound import Inbox
+from channels.email.settings import EmailSettings
+from gateway.errors import ChannelNotConfigured, DeliveryError, InvalidInput, NotFound, Unauthorized
+from gateway.routing import Target
+from gateway.views import RequestView, Sent
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from gateway.core import Core
+
+KEY_PURPOSE = "email-reply-token"
+
+
+def outcome_line(request: RequestView) -> str:
+    info = request.user_info or {}
+    who = info.get("name") or info.get("email") or info.get("user_id") or "someone"
+    where = info.get("channel") or "the API"
+    if request.status == "approved":
+        return f"This request was approved by {who} ({where}). No reply is needed."
+    if request.status == "rejected":
+        return f"This request was rejected by {who} ({where}): {request.comment or ''}"
+    if request.status == "responded":
+        return f"This question was answered by {who} ({where}): {request.response or ''}"
+    return f"This request is {request.status}; replies no longer change it."
+
+
+class EmailChannel:
+    name = "email"
+
+    def __init__(self, settings: EmailSettings | None = None) -> None:
+        self.settings = settings or EmailSettings()
+        self.inbox: Inbox | None = None
+        self.watcher: Watcher | None = None
+        self._key: bytes | None = None
+        self._watching: asyncio.Task[None] | None = None
+
+    def missing_settings(self) -> list[str]:
+        required = {"SMTP_HOST": self.settings.smtp_host, "EMAIL_FROM": self.settings.email_from}
+        return [name for name, value in required.items() if not value]
+
+    def mount(self, app: FastAPI, core: Core, /) -> None:
+        """Serve `POST /email/inbound` (raw MIME, EMAIL_INBOUND_SECRET as a bearer token)."""
+        self._key = core.box.subkey(KEY_PURPOSE)
+        self.inbox = Inbox(core, self.settings, self._key, self._send)
+        if self.settings.imap_host:
+            self.watcher = Watcher(self.settings, core.db, self.inbox.receive)
+        app.add_api_route("/email/inbound", self._inbound, methods=["POST"], tags=["email"])
+
+    async def start(self) -> None:
+        if self.watcher is not None:
+            self._watching = asyncio.create_task(self.watcher.run(), name="imap-watcher")
+
+    def key(self) -> bytes:
+        if self._key is None:
+            raise ChannelNotConfigured("the email channel runs inside the gateway (no key yet)")
+        return self._key
+
+    async def _send(self, message: EmailMessage, recipients: list[str]) -> None:
+        if self.missing_settings():
+            raise ChannelNotConfigured(f"email is not configured: set {self.missing_settings()}")
+        await smtp.send(self.settings, message, recipients)
+
+    async def send(self, request: RequestView, target: Target, /) -> Sent:
+        message, people = compose.request_message(
+            request,
+            target,
+            self.settings,
+            self.key(),
+            escalation=target.address.get("escalation_msg"),
+            thread=target.address.get("thread"),
+        )
+        await self._send(message, people.everyone)
+        ref = {
+            "message_id": str(message["Message-ID"]),
+            "subject": str(message["Subject"]).removeprefix("Re: "),
+            "to": people.to,
+            "cc": people.cc,
+            "bcc": people.bcc,
+        }
+        return Sent(ref=ref)
+
+    async def update(self, request: RequestView, target: Target, ref: dict[str, Any], /) -> None:
+        """A note in the thread when the request was decided elsewhere (an email answer got
+        its confirmation already)."""
+        if request.status == "pending" or (request.user_info or {}).get("channel") == "email":
+            return
+        note = compose.notice(ref, outcome_line(request), self.settings, self.key(), request.rid)
+        await self._send(note, [*ref["to"], *ref.get("cc", []), *ref.get("bcc", [])])
+
+    async def _inbound(self, request: Request) -> dict[str, str]:
+        secret = self.settings.email_inbound_secret
+        if secret is None or self.inbox is None:
+            raise NotFound("inbound email is off: set EMAIL_INBOUND_SECRET")
+        given = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        if not hmac.compare_digest(given.encode(), secret.get_secret_value().encode()):
+            raise Unauthorized("send EMAIL_INBOUND_SECRET as `Authorization: Bearer <secret>`")
+        raw = await request.body()
+        if b"\n" not in raw or b":" not in raw.split(b"\n", 1)[0]:
+            raise InvalidInput("the body must be one raw MIME message (message/rfc822)")
+        outcome = await self.inbox.receive(raw)
+        return {"result": outcome.result, "reason": outcome.reason}
+
+    async def check(self) -> str:
+        """Log in to the SMTP server, and to the IMAP server when one is set."""
+        lines = [await self._check_smtp()]
+        if self.settings.imap_host:
+            try:
+                lines.append(await imap.check(self.settings))
+            except Exception as error:
+                raise DeliveryError(
+                    f"imap: {type(error).__name__}: {error}", retryable=True
+                ) from None
+        return "; ".join(lines)
+
+    async def _check_smtp(self) -> str:
+        settings = self.settings
+        client = aiosmtplib.SMTP(
+            hostname=settings.smtp_host,
+            port=settings.smtp_port,
+            start_tls=settings.smtp_security == "starttls",
+            use_tls=settings.smtp_security == "tls",
+            tls_context=smtp.tls_context(settings.smtp_ca_file),
+            timeout=smtp.TIMEOUT_SECONDS,
+        )
+        try:
+            async with client:
+                if settings.smtp_username and settings.smtp_password:
+                    await client.login(
+                        settings.smtp_username, settings.smtp_password.get_secret_value()
+                    )
+        except (aiosmtplib.SMTPException, OSError, TimeoutError) as error:
+            raise smtp.as_delivery_error(error) from None
+        return f"SMTP signed in to {settings.smtp_host}:{settings.smtp_port}"
+
+    async def aclose(self) -> None:
+        if self._watching is not None:
+            self._watching.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watching
+            self._watching = None

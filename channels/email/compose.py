@@ -1,0 +1,209 @@
+"""Emails the gateway sends, built as `EmailMessage`s: pure functions, no network.
+
+A request email is multipart/alternative (text + HTML from `templates/email/`), with its
+own Message-ID, a per-request Reply-To (`local+<token>@domain`) and `Auto-Submitted` so
+vacation responders stay quiet. A request's own `email.template` renders in a sandboxed
+Jinja2 environment with HumanLayer's context (`event`, `urls`, `type`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from email.message import EmailMessage
+from email.utils import formatdate
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from jinja2.sandbox import SandboxedEnvironment
+
+from channels.email import tokens
+from channels.email.settings import EmailSettings
+from gateway.routing import Target
+from gateway.views import RequestView
+
+log = logging.getLogger(__name__)
+
+TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "email"
+VALUE_LIMIT = 10_000  # characters of one argument before it is cut with a link
+_files = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(TEMPLATES),
+    autoescape=jinja2.select_autoescape(["html.j2"]),
+    undefined=jinja2.StrictUndefined,
+    keep_trailing_newline=True,
+)
+_sandbox = SandboxedEnvironment(autoescape=True)
+
+
+@dataclass(frozen=True)
+class Recipients:
+    to: list[str]
+    cc: list[str] = field(default_factory=list)
+    bcc: list[str] = field(default_factory=list)
+
+    @property
+    def everyone(self) -> list[str]:
+        return list(dict.fromkeys(self.to + self.cc + self.bcc))
+
+
+def one_line(text: str) -> str:
+    """Header text with no line breaks: nothing a request says can start a new header."""
+    return " ".join(text.split())
+
+
+def email_options(request: RequestView, target: Target) -> dict[str, Any]:
+    """The request's `spec.channel.email` when this target is that address, else nothing."""
+    email = (request.spec.get("channel") or {}).get("email") or {}
+    return email if email.get("address") == target.address.get("address") else {}
+
+
+def recipients(target: Target, options: dict[str, Any]) -> Recipients:
+    extra = target.address.get("additional_recipients") or options.get("additional_recipients")
+    lists: dict[str, list[str]] = {"to": [str(target.address["address"])], "cc": [], "bcc": []}
+    for recipient in extra or []:
+        lists[recipient.get("field") or "to"].append(str(recipient["address"]))
+    return Recipients(lists["to"], lists["cc"], lists["bcc"])
+
+
+def subject(request: RequestView, options: dict[str, Any]) -> str:
+    given = options.get("subject") or options.get("experimental_subject_line")
+    if given:
+        return one_line(str(given))
+    if request.kind == "function_call":
+        return one_line(f"Approval needed: {request.run_id} wants to call {request.spec['fn']}")
+    asked = str(request.spec.get("subject") or request.spec.get("msg") or "")
+    return one_line(f"Question from {request.run_id}: {asked}")[:150]
+
+
+def _value(value: Any, link: str | None) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, indent=2, default=str)
+    if len(text) > VALUE_LIMIT:
+        text = text[:VALUE_LIMIT] + f"… (cut; see {link or 'the request'})"
+    return text
+
+
+def _context(request: RequestView, escalation: str | None) -> dict[str, Any]:
+    key = "reject_options" if request.kind == "function_call" else "response_options"
+    kwargs = request.spec.get("kwargs") or {}
+    return {
+        "kind": request.kind,
+        "run_id": request.run_id,
+        "call_id": request.call_id,
+        "fn": request.spec.get("fn", ""),
+        "kwargs": [(name, _value(value, request.link)) for name, value in kwargs.items()],
+        "msg": request.spec.get("msg", ""),
+        "options": request.spec.get(key) or [],
+        "link": request.link,
+        "escalation": escalation,
+    }
+
+
+def custom_html(request: RequestView, template: str) -> str | None:
+    """The agent's own template, sandboxed; None (use ours) if it fails to render."""
+    spec = {k: v for k, v in request.spec.items() if k != "channel"}
+    context = {
+        "event": {"run_id": request.run_id, "call_id": request.call_id, "spec": spec},
+        "urls": {"base_url": request.link or ""},
+        "type": request.kind,
+    }
+    try:
+        return _sandbox.from_string(template).render(context)
+    except jinja2.TemplateError as error:
+        log.warning("email template of %s failed (%s); using the default", request.call_id, error)
+        return None
+
+
+def request_message(
+    request: RequestView,
+    target: Target,
+    settings: EmailSettings,
+    key: bytes,
+    *,
+    escalation: str | None = None,
+    thread: list[str] | None = None,
+) -> tuple[EmailMessage, Recipients]:
+    """The email for one target, and who gets it (Bcc only in the envelope)."""
+    options = email_options(request, target)
+    people = recipients(target, options)
+    context = _context(request, escalation)
+    html = None if escalation else options.get("template")
+    message = EmailMessage()
+    message["From"] = settings.sender
+    message["To"] = ", ".join(people.to)
+    if people.cc:
+        message["Cc"] = ", ".join(people.cc)
+    message["Reply-To"] = tokens.reply_address(settings.reply_base, request.rid, key)
+    title = subject(request, options)
+    message["Subject"] = f"Re: {title}" if escalation else title
+    message["Date"] = formatdate(localtime=False)
+    message["Message-ID"] = tokens.message_id(request.rid, key, settings.domain)
+    _thread_headers(message, options, thread)
+    message["Auto-Submitted"] = "auto-generated"
+    message["X-Auto-Response-Suppress"] = "All"  # Outlook's out-of-office replies
+    message.set_content(_files.get_template("request.txt.j2").render(context))
+    rendered = custom_html(request, html) if html else None
+    message.add_alternative(
+        rendered or _files.get_template("request.html.j2").render(context), subtype="html"
+    )
+    return message, people
+
+
+def _thread_headers(
+    message: EmailMessage, options: dict[str, Any], thread: list[str] | None
+) -> None:
+    """HumanLayer's in_reply_to / references ids, or the thread an escalation continues."""
+    in_reply_to = options.get("in_reply_to_message_id") or options.get(
+        "experimental_in_reply_to_message_id"
+    )
+    references = options.get("references_message_id") or options.get(
+        "experimental_references_message_id"
+    )
+    if thread:
+        in_reply_to, references = thread[-1], " ".join(thread)
+    if in_reply_to:
+        message["In-Reply-To"] = one_line(str(in_reply_to))
+    if references:
+        message["References"] = one_line(str(references))
+
+
+def reply_to(
+    original: EmailMessage, to: str, text: str, settings: EmailSettings, key: bytes, rid: str
+) -> EmailMessage:
+    """A short threaded answer to someone's reply (a confirmation, or why nothing changed)."""
+    message = EmailMessage()
+    message["From"] = settings.sender
+    message["To"] = to
+    message["Reply-To"] = tokens.reply_address(settings.reply_base, rid, key)
+    title = one_line(str(original.get("Subject", "") or "your reply"))
+    message["Subject"] = title if title.lower().startswith("re:") else f"Re: {title}"
+    message["Date"] = formatdate(localtime=False)
+    message["Message-ID"] = tokens.message_id(rid, key, settings.domain)
+    original_id = one_line(str(original.get("Message-ID", "") or ""))
+    if original_id:
+        message["In-Reply-To"] = original_id
+        earlier = one_line(str(original.get("References", "") or ""))
+        message["References"] = f"{earlier} {original_id}".strip()
+    message["Auto-Submitted"] = "auto-replied"
+    message.set_content(text + "\n")
+    return message
+
+
+def notice(
+    ref: dict[str, Any], text: str, settings: EmailSettings, key: bytes, rid: str
+) -> EmailMessage:
+    """A note in a request's thread to everyone it went to (decided elsewhere, expired)."""
+    message = EmailMessage()
+    message["From"] = settings.sender
+    message["To"] = ", ".join(ref["to"])
+    if ref.get("cc"):
+        message["Cc"] = ", ".join(ref["cc"])
+    message["Subject"] = f"Re: {ref['subject']}"
+    message["Date"] = formatdate(localtime=False)
+    message["Message-ID"] = tokens.message_id(rid, key, settings.domain)
+    message["In-Reply-To"] = ref["message_id"]
+    message["References"] = ref["message_id"]
+    message["Auto-Submitted"] = "auto-generated"
+    message.set_content(text + "\n")
+    return message

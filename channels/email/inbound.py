@@ -1,0 +1,214 @@
+"""One pipeline for every reply, whether IMAP fetched it or an MTA posted it.
+
+In order: ignore automatic mail; find the request (the reply address's token, then the
+thread's Message-IDs, each with a MAC); check the sender (one clean From address that the
+request was sent to, DMARC when required); read the intent; decide (first wins). A person
+who wrote gets one threaded answer: a confirmation, or why nothing changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from email import policy
+from email.message import EmailMessage
+from email.parser import BytesParser
+from typing import TYPE_CHECKING, Any
+
+from channels.email import compose, reading, tokens
+from channels.email.settings import EmailSettings
+from gateway.decisions import (
+    Decision,
+    allowed_responders,
+    already_decided,
+    decide,
+    function_call_decision,
+    human_contact_decision,
+)
+from gateway.errors import Conflict, InvalidInput
+from gateway.lifecycle import Event, Status
+from gateway.models import FunctionCallStatusIn, HumanContactStatusIn
+from gateway.store import as_utc
+from gateway.store import email as email_store
+from gateway.store import requests as request_store
+from gateway.store.tables import Request
+
+if TYPE_CHECKING:
+    from gateway.core import Core
+
+log = logging.getLogger(__name__)
+
+HOW_TO_ANSWER = "Reply APPROVE, or REJECT followed by your reason."
+Send = Callable[[EmailMessage, list[str]], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the pipeline did with one message (also the audit trail's wording)."""
+
+    result: str  # decided | refused | ignored | duplicate
+    reason: str
+    rid: str | None = None
+
+
+def parse(raw: bytes) -> EmailMessage:
+    message = BytesParser(policy=policy.default).parsebytes(raw)
+    assert isinstance(message, EmailMessage)
+    return message
+
+
+def message_key(message: EmailMessage, raw: bytes) -> str:
+    """The Message-ID, or a digest of the bytes when a client left it out."""
+    found = compose.one_line(str(message.get("Message-ID", "") or ""))[:255]
+    return found or "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
+class Inbox:
+    def __init__(self, core: Core, settings: EmailSettings, key: bytes, send: Send) -> None:
+        self.core = core
+        self.settings = settings
+        self.key = key
+        self.send = send
+
+    async def receive(self, raw: bytes) -> Outcome:
+        """Handle one raw message; returns once any decision it made has committed."""
+        message = parse(raw)
+        key = message_key(message, raw)
+        async with self.core.db.read() as conn:
+            earlier = await email_store.seen(conn, key)
+        if earlier is not None:
+            return Outcome("duplicate", f"already handled: {earlier}")
+        outcome = await self._handle(message, key)
+        async with self.core.db.write() as conn:
+            await email_store.mark_seen(
+                conn, key, outcome.rid, f"{outcome.result}: {outcome.reason}"
+            )
+            if outcome.rid is not None and outcome.result != "decided":
+                detail = {"result": outcome.result, "reason": outcome.reason, "message_id": key}
+                await request_store.add_event(conn, outcome.rid, "email_reply_ignored", detail)
+        log.info("email %s: %s (%s)", key, outcome.result, outcome.reason)
+        return outcome
+
+    async def _handle(self, message: EmailMessage, key: str) -> Outcome:
+        automatic = reading.is_automatic(message)
+        if automatic:
+            return Outcome("ignored", f"automatic mail ({automatic})")
+        rid = tokens.rid_from_headers(message, self.settings.reply_base, self.key)
+        rid = rid or tokens.rid_from_thread(message, self.key)
+        if rid is None:
+            return Outcome("ignored", "no valid reply token or thread id")
+        sender = reading.sender(message)
+        if sender is None:
+            return Outcome("ignored", "the From header is not one clean address", rid)
+        if self.settings.email_require_dmarc and not reading.dmarc_passed(
+            message, self.settings.email_trusted_authserv_id or ""
+        ):
+            return Outcome("ignored", f"no dmarc=pass for {sender} from a trusted server", rid)
+        async with self.core.db.read() as conn:
+            row = await request_store.get_by_rid(conn, rid)
+        if row is None:
+            return Outcome("ignored", "the request no longer exists", rid)
+        return await self._answer(message, key, row, sender)
+
+    async def _answer(self, message: EmailMessage, key: str, row: Request, sender: str) -> Outcome:
+        responder = _responder(row, sender)
+        if responder is None:
+            why = f"{sender} is not one of the people this request was sent to"
+            return await self._refuse(message, row, sender, why)
+        if row.status != Status.PENDING:
+            return await self._late(message, key, row, sender)
+        kind: reading.Kind = "function_call" if row.kind == "function_call" else "human_contact"
+        intent = reading.read_intent(reading.reply_text(message), kind=kind, options=_options(row))
+        who = {
+            "channel": "email",
+            "email": responder,
+            "name": _display_name(message, sender),
+            "message_id": key,  # so a second copy of this message knows it already decided
+        }
+        try:
+            decision = _decision(row, intent, who)
+        except InvalidInput as error:
+            return await self._refuse(message, row, sender, f"{error}. {HOW_TO_ANSWER}")
+        if decision is None:
+            return await self._refuse(
+                message, row, sender, f"I could not read an answer. {HOW_TO_ANSWER}"
+            )
+        try:
+            decided = await decide(self.core, row, decision)
+        except Conflict:
+            return await self._late(message, key, await self._reload(row), sender)
+        await self._tell(message, sender, row.rid, _recorded(decided))
+        return Outcome("decided", decided.status, row.rid)
+
+    async def _late(self, message: EmailMessage, key: str, row: Request, sender: str) -> Outcome:
+        info = json.loads(row.user_info_json or "{}")
+        if info.get("message_id") == key:  # this very message decided it (another copy won)
+            return Outcome("duplicate", "this message already decided the request", row.rid)
+        return await self._refuse(message, row, sender, already_decided(row))
+
+    async def _refuse(self, message: EmailMessage, row: Request, sender: str, why: str) -> Outcome:
+        await self._tell(message, sender, row.rid, f"Nothing was changed: {why}")
+        return Outcome("refused", why, row.rid)
+
+    async def _tell(self, original: EmailMessage, to: str, rid: str, text: str) -> None:
+        """One threaded answer; best effort, since the decision (if any) is already stored."""
+        answer = compose.reply_to(original, to, text, self.settings, self.key, rid)
+        try:
+            await self.send(answer, [to])
+        except Exception as error:
+            log.warning("email: could not answer %s: %s", to, error)
+
+    async def _reload(self, row: Request) -> Request:
+        async with self.core.db.read() as conn:
+            current = await request_store.get_by_rid(conn, row.rid)
+        return current or row
+
+
+def _responder(row: Request, sender: str) -> str | None:
+    """The request's recipient this sender is (addresses compare without case)."""
+    allowed = allowed_responders(row, "email") or set()
+    return next((a for a in allowed if a.lower() == sender), None)
+
+
+def _options(row: Request) -> list[dict[str, Any]]:
+    key = "reject_options" if row.kind == "function_call" else "response_options"
+    options: list[dict[str, Any]] = json.loads(row.spec_json).get(key) or []
+    return options
+
+
+def _display_name(message: EmailMessage, fallback: str) -> str:
+    addresses: tuple[Any, ...] = getattr(message.get("From"), "addresses", ())
+    name = addresses[0].display_name if len(addresses) == 1 else ""
+    return str(name or fallback)
+
+
+def _decision(row: Request, intent: reading.Intent, who: dict[str, Any]) -> Decision | None:
+    """The core's rules, as for the API; None when the reply says nothing we can use."""
+    if intent.verdict == "unreadable":
+        return None
+    if row.kind == "human_contact":
+        # An option's comment is optional (its prompt_fill answers); free text is the answer.
+        answer = HumanContactStatusIn(
+            response=intent.comment, response_option_name=intent.option_name
+        )
+        return human_contact_decision(row, answer, who)
+    if intent.verdict == "approve":
+        return Decision(Event.APPROVE, who, comment=intent.comment)
+    body = FunctionCallStatusIn(
+        approved=False, comment=intent.comment, reject_option_name=intent.option_name
+    )
+    return function_call_decision(row, body, who)
+
+
+def _recorded(row: Request) -> str:
+    when = as_utc(row.responded_at).strftime("%Y-%m-%d %H:%M UTC") if row.responded_at else "now"
+    what = {"approved": "approved", "rejected": "rejected", "responded": "answered"}
+    line = f"Recorded: {what.get(row.status, row.status)} by you at {when}."
+    if row.comment and row.status == "rejected":
+        line += f"\nReason: {row.comment}"
+    if row.response:
+        line += f"\nAnswer: {row.response}"
+    return line

@@ -1,0 +1,332 @@
+"""Reading an email reply: its new text, the intent in it, who sent it, whether a person did.
+
+Pure functions over messages parsed with `email.policy.default`; no network. Only the first
+line of the new text carries the intent, because the quoted request itself says "reply
+APPROVE or REJECT". Approval reuses `gateway.replies.is_approval` (the Slack thread rule):
+only a clean approve word alone on the line approves; anything else on an approval rejects,
+with the text as the comment, so nothing runs without an explicit yes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from email.errors import HeaderParseError
+from email.header import decode_header, make_header
+from email.headerregistry import Address
+from email.message import EmailMessage, Message
+from email.utils import parseaddr
+from html.parser import HTMLParser
+from typing import Any, Literal
+
+from mailparser_reply import EmailReplyParser
+
+from gateway.replies import first_line, is_approval
+
+LANGUAGES = ["en", "de", "fr", "es", "nl", "it", "sv", "da", "pl", "cs"]
+MAX_BODY_CHARS = 20_000
+MAX_LINE_CHARS = 1_000
+REJECT_WORDS = ("rejected", "reject", "denied", "deny", "no")
+AUTOMATIC_LOCAL_PARTS = frozenset({"mailer-daemon", "postmaster"})
+BULK_PRECEDENCE = frozenset({"bulk", "junk", "list", "auto_reply"})
+
+Verdict = Literal["approve", "reject", "option", "response", "unreadable"]
+Kind = Literal["function_call", "human_contact"]
+
+# A keyword ends at the line's end or at punctuation; "Reject not now" or "No problem" keep
+# their whole text as the comment instead of losing the first word.
+_SEPARATOR = re.compile(r"\s*(?:$|[:,;.!]+\s*|[-\u2013\u2014]+(?:\s+|$))")
+_CLEAN_ADDRESS = re.compile(r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
+_LOOKS_LIKE_ADDRESS = re.compile(r"[^\s<>()\[\],;:\"']+@[^\s<>()\[\],;:\"']+")
+
+
+# --- the new text of a reply ------------------------------------------------------------
+
+_SKIP_CLASSES = frozenset(
+    {"gmail_quote", "gmail_signature", "moz-cite-prefix", "moz-signature", "yahoo_quoted"}
+)
+# Outlook puts the quoted mail after these markers, not inside them.
+_CUT_IDS = frozenset({"appendonsend", "divrplyfwdmsg", "olk_src_body_section"})
+_SKIP_TAGS = frozenset({"blockquote", "script", "style", "head", "title"})
+_BLOCKS = frozenset({"p", "div", "tr", "li", "ul", "ol", "table", "h1", "h2", "h3", "pre"})
+
+
+class _HtmlText(HTMLParser):
+    """Visible text of an HTML reply, without quote containers or what follows a cut marker."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.cut = False
+        self.skip_tag: str | None = None
+        self.skip_depth = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attr = {name: value or "" for name, value in attrs}
+        if self.cut or attr.get("id", "").lower() in _CUT_IDS:
+            self.cut = True
+        elif self.skip_tag is not None:
+            self.skip_depth += 1 if tag == self.skip_tag else 0
+        elif tag in ("br", "hr"):
+            self.parts.append("\n")
+        elif tag in _SKIP_TAGS or _SKIP_CLASSES & set(attr.get("class", "").split()):
+            self.skip_tag, self.skip_depth = tag, 1
+        elif tag in _BLOCKS:
+            self._end_line()
+
+    def handle_endtag(self, tag: str) -> None:
+        if self.skip_tag == tag:
+            self.skip_depth -= 1
+            self.skip_tag = None if self.skip_depth == 0 else tag
+        elif self.skip_tag is None and tag in _BLOCKS:
+            self._end_line()
+
+    def handle_data(self, data: str) -> None:
+        text = re.sub(r"\s+", " ", data)  # HTML collapses whitespace
+        if not self.cut and self.skip_tag is None and (text.strip() or not self._at_line_start()):
+            self.parts.append(text)
+
+    def _at_line_start(self) -> bool:
+        return not self.parts or self.parts[-1].endswith("\n")
+
+    def _end_line(self) -> None:
+        """Blocks break lines but, unlike <br>, adjacent block edges make one break."""
+        if not self._at_line_start():
+            self.parts.append("\n")
+
+
+def html_to_text(html: str) -> str:
+    parser = _HtmlText()
+    parser.feed(html)
+    parser.close()
+    lines = (line.strip() for line in "".join(parser.parts).splitlines())
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+def _decode(part: Message) -> str:
+    payload = part.get_payload(decode=True)
+    if not isinstance(payload, bytes):
+        return ""
+    try:
+        return payload.decode(part.get_content_charset() or "us-ascii")
+    except (LookupError, UnicodeDecodeError):  # unknown charset name, or mislabelled bytes
+        return payload.decode("utf-8", errors="replace")
+
+
+def _unflow(text: str, *, delsp: bool) -> str:
+    """Join format=flowed soft line breaks (RFC 3676 §4.1-4.4)."""
+    lines: list[str] = []
+    pending = ""
+    for raw in text.splitlines():
+        line = raw[1:] if raw.startswith(" ") else raw  # undo space-stuffing
+        if line.endswith(" ") and line != "-- ":
+            pending += line[:-1] if delsp else line
+        else:
+            lines.append(pending + line)
+            pending = ""
+    return "\n".join([*lines, pending] if pending else lines)
+
+
+def _body(message: EmailMessage, subtype: str) -> str:
+    part = message.get_body(preferencelist=(subtype,))
+    if part is None:
+        return ""
+    text = _decode(part)
+    if subtype == "html":
+        return html_to_text(text)
+    if str(part.get_param("format", "")).lower() == "flowed":
+        return _unflow(text, delsp=str(part.get_param("delsp", "")).lower() == "yes")
+    return text
+
+
+def _bounded(body: str) -> str:
+    """At most MAX_BODY_CHARS, in lines of at most MAX_LINE_CHARS (broken at a space).
+
+    mail-parser-reply's "On ... wrote:" patterns backtrack quadratically in a line's length
+    (a 3,000-character "On On On ..." line takes 0.5 s), so hostile input is bounded first.
+    """
+    lines: list[str] = []
+    for line in body[:MAX_BODY_CHARS].splitlines():
+        while len(line) > MAX_LINE_CHARS:
+            cut = line.rfind(" ", 1, MAX_LINE_CHARS) + 1 or MAX_LINE_CHARS
+            lines.append(line[:cut])
+            line = line[cut:]
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def reply_text(message: EmailMessage) -> str:
+    """The new text of a reply: quotes, attribution lines and signatures removed.
+
+    The text/plain part is preferred; an HTML-only (or empty plain) reply is converted.
+    A reply that is only a quote gives "". Only the first MAX_BODY_CHARS are read.
+    """
+    body = _body(message, "plain")
+    if not body.strip():
+        body = _body(message, "html")
+    replies = EmailReplyParser(languages=LANGUAGES).read(_bounded(body)).replies
+    # A reply that starts with a quote header has no new text: replies[0] is the quote.
+    text = replies[0].body if replies and not replies[0].headers else ""
+    lines = (line for line in str(text).splitlines() if not line.lstrip().startswith(">"))
+    return "\n".join(lines).strip()
+
+
+# --- the intent in it -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Intent:
+    verdict: Verdict
+    comment: str | None = None
+    option_name: str | None = None
+
+
+def _after(line: str, word: str) -> str | None:
+    """What follows `word` at the start of `line` (case-insensitive), or None if absent."""
+    if not word or line[: len(word)].casefold() != word.casefold():
+        return None
+    separator = _SEPARATOR.match(line, len(word))
+    return line[separator.end() :] if separator else None
+
+
+def _rest(after: str, text: str) -> str | None:
+    """The rest of the first line plus the lines after it, or None when empty."""
+    following = text.strip().split("\n", 1)[1:]
+    return "\n".join([after, *following]).strip() or None
+
+
+def _option(text: str, options: list[dict[str, Any]]) -> Intent | None:
+    line = first_line(text)
+    labels = [(str(o.get(k) or ""), o) for o in options for k in ("name", "title")]
+    for label, option in sorted(labels, key=lambda pair: -len(pair[0])):  # longest first
+        after = _after(line, label)
+        if after is not None:
+            comment = _rest(after, text) or option.get("prompt_fill") or None
+            return Intent("option", comment, str(option["name"]))
+    return None
+
+
+def _reject(text: str) -> Intent:
+    line = first_line(text)
+    for word in REJECT_WORDS:
+        after = _after(line, word)
+        if after is not None:
+            return Intent("reject", _rest(after, text))
+    return Intent("reject", text.strip())
+
+
+def read_intent(text: str, *, kind: Kind, options: list[dict[str, Any]]) -> Intent:
+    """The decision in a reply's new text, read from its first non-empty line.
+
+    Args:
+        text: the reply's new text (`reply_text`).
+        kind: "function_call" (approve/reject) or "human_contact" (a response).
+        options: the spec's `reject_options` or `response_options` (dicts with `name`).
+    """
+    if not text.strip():
+        return Intent("unreadable")
+    option = _option(text, options)
+    if option is not None:
+        return option
+    if kind == "human_contact":
+        return Intent("response", text.strip())
+    if is_approval(text):
+        return Intent("approve", _rest("", text))
+    return _reject(text)
+
+
+# --- who sent it, and whether a person did -----------------------------------------------
+
+
+def _raw(message: Message, name: str) -> list[str]:
+    return [str(v) for k, v in message.raw_items() if k.lower() == name.lower()]
+
+
+def _one_address(message: EmailMessage) -> Address | None:
+    if len(_raw(message, "From")) != 1:
+        return None
+    try:
+        header = message["From"]
+        groups, defects = header.groups, header.defects
+    except Exception:  # the stdlib address parser raises assorted errors on hostile input
+        return None
+    if defects or len(groups) != 1 or groups[0].display_name is not None:
+        return None
+    addresses = groups[0].addresses
+    return addresses[0] if len(addresses) == 1 else None
+
+
+def sender(message: EmailMessage) -> str | None:
+    """The one clean From address, lower-cased; None when anything about it is doubtful.
+
+    Refused: no From or several, groups, 0 or 2+ addresses, parser defects, quoted or
+    bracketed address parts, and any other address-like text in the header (display name
+    or comment), the `"boss@corp.com" <attacker@evil.com>` trick.
+    """
+    address = _one_address(message)
+    if address is None or not _CLEAN_ADDRESS.fullmatch(address.addr_spec):
+        return None
+    real = address.addr_spec.lower()
+    raw = _raw(message, "From")[0]
+    try:  # encoded words in comments are not decoded by the address parser
+        decoded = str(make_header(decode_header(raw)))
+    except (HeaderParseError, LookupError, UnicodeDecodeError):
+        return None
+    shown = _LOOKS_LIKE_ADDRESS.findall(f"{address.display_name} {raw} {decoded}")
+    return real if all(found.lower() == real for found in shown) else None
+
+
+def _first_token(value: str) -> str:
+    return value.split(";", 1)[0].strip().lower()
+
+
+_AUTOMATIC_HEADERS: dict[str, Callable[[str], bool]] = {
+    "Auto-Submitted": lambda value: _first_token(value) not in ("", "no"),  # RFC 3834
+    "Precedence": lambda value: _first_token(value) in BULK_PRECEDENCE,
+    "X-Autoreply": lambda value: True,
+    "X-Autorespond": lambda value: True,
+    "List-Id": lambda value: True,  # RFC 2919
+    "List-Unsubscribe": lambda value: True,  # RFC 2369
+    "Return-Path": lambda value: value.strip() in ("<>", ""),  # bounces have a null sender
+}
+
+
+def is_automatic(message: Message) -> str | None:
+    """Why the message was sent by a machine (auto-reply, bounce, list copy), or None.
+
+    `X-Auto-Response-Suppress` is ignored: it asks *others* not to auto-reply and Outlook
+    sets it on some person-written mail. List-Id / List-Unsubscribe count as automatic:
+    a person's reply reaches the reply address directly, never through a list.
+    """
+    for name, automatic in _AUTOMATIC_HEADERS.items():
+        for value in _raw(message, name):
+            if automatic(value):
+                return f"{name}: {' '.join(value.split())}"
+    if message.get_content_type() == "multipart/report":
+        return "a delivery or read report (multipart/report)"
+    local = parseaddr(" ".join(_raw(message, "From")))[1].rpartition("@")[0].lower()
+    return f"sent by {local}" if local in AUTOMATIC_LOCAL_PARTS else None
+
+
+def _results(value: str) -> tuple[str, list[str]]:
+    """(authserv-id, resinfo items) of an Authentication-Results value (RFC 8601)."""
+    unquoted = re.sub(r'"(?:[^"\\]|\\.)*"', '""', value)
+    while re.search(r"\([^()]*\)", unquoted):  # comments nest, and may hide a ";"
+        unquoted = re.sub(r"\([^()]*\)", " ", unquoted)
+    head, *items = unquoted.split(";")
+    authserv = head.split()[0].lower() if head.split() else ""
+    return authserv, [item.strip().lower() for item in items]
+
+
+def dmarc_passed(message: Message, authserv_id: str) -> bool:
+    """True when our own MTA (`authserv_id`) recorded dmarc=pass, and no dmarc failure.
+
+    Authentication-Results from other authserv-ids are ignored: anyone can add those.
+    """
+    verdicts = []
+    for value in _raw(message, "Authentication-Results"):
+        authserv, items = _results(value)
+        if authserv == authserv_id.lower():
+            verdicts += [m[1] for i in items if (m := re.match(r"dmarc\s*=\s*(\w+)", i))]
+    return bool(verdicts) and all(verdict == "pass" for verdict in verdicts)

@@ -1,0 +1,48 @@
+"""Rows the email channel keeps: inbound messages already handled, and IMAP checkpoints."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from gateway.store.engine import utcnow
+from gateway.store.tables import EmailSeen, ImapCheckpoint
+
+_seen = EmailSeen.__table__  # type: ignore[attr-defined]
+_checkpoint = ImapCheckpoint.__table__  # type: ignore[attr-defined]
+_INSERT_NEW = {
+    "sqlite": sqlite.insert(_seen).on_conflict_do_nothing().returning(_seen.c.message_key),
+    "postgresql": postgresql.insert(_seen).on_conflict_do_nothing().returning(_seen.c.message_key),
+}
+
+
+async def seen(conn: AsyncConnection, message_key: str) -> str | None:
+    """The outcome recorded for this message, or None if it is new."""
+    query = sa.select(_seen.c.outcome).where(_seen.c.message_key == message_key)
+    outcome = (await conn.execute(query)).scalar_one_or_none()
+    return None if outcome is None else str(outcome)
+
+
+async def mark_seen(conn: AsyncConnection, message_key: str, rid: str | None, outcome: str) -> bool:
+    """Record a handled message; False when another copy was recorded first."""
+    values = {"message_key": message_key, "rid": rid, "outcome": outcome, "at": utcnow()}
+    result = await conn.execute(_INSERT_NEW[conn.dialect.name], values)
+    return result.first() is not None
+
+
+async def checkpoint(conn: AsyncConnection, mailbox: str) -> tuple[int, int] | None:
+    """(UIDVALIDITY, last UID handled) for a mailbox, or None before the first message."""
+    query = sa.select(_checkpoint.c.uidvalidity, _checkpoint.c.last_uid).where(
+        _checkpoint.c.mailbox == mailbox
+    )
+    row = (await conn.execute(query)).first()
+    return None if row is None else (int(row[0]), int(row[1]))
+
+
+async def save_checkpoint(conn: AsyncConnection, mailbox: str, uidvalidity: int, uid: int) -> None:
+    where = _checkpoint.c.mailbox == mailbox
+    values = {"uidvalidity": uidvalidity, "last_uid": uid}
+    updated = await conn.execute(sa.update(_checkpoint).where(where).values(values))
+    if updated.rowcount == 0:
+        await conn.execute(sa.insert(_checkpoint).values({"mailbox": mailbox, **values}))

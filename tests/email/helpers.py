@@ -1,0 +1,153 @@
+"""A gateway with the real email channel: aiosmtplib to the SMTP sink (STARTTLS + AUTH),
+aioimaplib to a real Dovecot, and replies delivered over LMTP as a mail server would."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from email.message import EmailMessage
+from email.utils import formatdate, make_msgid
+from pathlib import Path
+from typing import Any
+
+from channels.email.channel import EmailChannel
+from channels.email.settings import EmailSettings
+from gateway.store import requests as request_store
+from tests.helpers import eventually, outbox_idle
+from tests.services.dovecot import ThrowawayDovecot
+from tests.services.inprocess import RunningGateway, running_gateway, test_settings
+from tests.services.smtp_sink import SmtpSink, SunkMessage
+
+ALICE = "alice@example.org"
+BOB = "bob@example.org"
+_mailboxes = itertools.count(1)
+
+
+def new_mailbox(dovecot: ThrowawayDovecot) -> tuple[str, str]:
+    """A fresh Dovecot user per test, so no test reads another's mail."""
+    user, password = f"gw{next(_mailboxes)}", "mailbox-secret"
+    dovecot.add_user(user, password)
+    return user, password
+
+
+def email_settings(
+    sink: SmtpSink, dovecot: ThrowawayDovecot | None = None, **overrides: Any
+) -> EmailSettings:
+    values: dict[str, Any] = {
+        "smtp_host": sink.host,
+        "smtp_port": sink.port,
+        "smtp_username": sink.username,
+        "smtp_password": sink.password,
+        "smtp_security": "starttls",
+        "smtp_ca_file": sink.cert_path,
+        "email_from": "Approvals <approvals@example.test>",
+        "email_reply_to": "approvals@example.test",
+        "email_inbound_secret": "inbound-secret",
+    }
+    if dovecot is not None:
+        user, password = new_mailbox(dovecot)
+        values |= {
+            "email_reply_to": dovecot.address_of(user),
+            "imap_host": dovecot.host,
+            "imap_port": dovecot.imap_port,
+            "imap_username": user,
+            "imap_password": password,
+            "imap_security": "none",
+        }
+    return EmailSettings(_env_file=None, **(values | overrides))  # type: ignore[call-arg]
+
+
+@asynccontextmanager
+async def email_gateway(
+    tmp_path: Path, settings: EmailSettings, **gateway_settings: Any
+) -> AsyncIterator[RunningGateway]:
+    channel = EmailChannel(settings)
+    core_settings = test_settings(f"sqlite+aiosqlite:///{tmp_path}/email.db", **gateway_settings)
+    async with running_gateway(core_settings, channels={"email": channel}) as gateway:
+        if channel.watcher is not None:
+            await eventually(_connected(channel), within=15)
+        yield gateway
+
+
+def _connected(channel: EmailChannel) -> Any:
+    async def check() -> bool:
+        return channel.watcher is not None and channel.watcher.connected.is_set()
+
+    return check
+
+
+async def create(
+    gateway: RunningGateway,
+    call_id: str,
+    *,
+    email: dict[str, Any] | None = None,
+    contact: bool = False,
+    **spec: Any,
+) -> str:
+    """Create a request routed to email (alice by default); returns its rid."""
+    channel = {"email": {"address": ALICE} | (email or {})}
+    path, base = (
+        ("/contact_requests", {"msg": "Which region should we deploy to?"})
+        if contact
+        else ("/function_calls", {"fn": "drop_table", "kwargs": {"name": "users"}})
+    )
+    body = {"run_id": "agent-7", "call_id": call_id, "spec": base | spec | {"channel": channel}}
+    async with gateway.client() as client:
+        response = await client.post(path, json=body)
+        assert response.status_code == 200, response.text
+    await eventually(lambda: outbox_idle(gateway))
+    async with gateway.core.db.read() as conn:
+        row = await request_store.get_by_call_id(conn, 1, call_id)
+    assert row is not None
+    return row.rid
+
+
+def sent_for(sink: SmtpSink, call_id: str) -> list[SunkMessage]:
+    return [m for m in sink.messages if f"Request {call_id}," in _text(m.message)]
+
+
+def _text(message: EmailMessage) -> str:
+    part = message.get_body(preferencelist=("plain",))
+    return "" if part is None else str(part.get_content())
+
+
+def reply(
+    original: EmailMessage,
+    body: str,
+    *,
+    sender: str = f"Alice <{ALICE}>",
+    headers: dict[str, str] | None = None,
+) -> bytes:
+    """A person's reply to `original`, as their mail client would write it."""
+    message = EmailMessage()
+    message["From"] = sender
+    message["To"] = str(original["Reply-To"])
+    message["Subject"] = f"Re: {original['Subject']}"
+    message["Date"] = formatdate()
+    message["Message-ID"] = make_msgid(domain="example.org")
+    message["In-Reply-To"] = str(original["Message-ID"])
+    message["References"] = str(original["Message-ID"])
+    for name, value in (headers or {}).items():
+        message[name] = value
+    message.set_content(body)
+    return bytes(message)
+
+
+async def status(gateway: RunningGateway, call_id: str, contact: bool = False) -> dict[str, Any]:
+    path = "/contact_requests" if contact else "/function_calls"
+    async with gateway.client() as client:
+        response = await client.get(f"{path}/{call_id}")
+    assert response.status_code == 200, response.text
+    result: dict[str, Any] = response.json()["status"]
+    return result
+
+
+async def decided(gateway: RunningGateway, call_id: str, contact: bool = False) -> dict[str, Any]:
+    """The answer, with a long-poll: returns as soon as the decision commits."""
+    path = "/contact_requests" if contact else "/function_calls"
+    async with gateway.client() as client:
+        response = await client.get(f"{path}/{call_id}", params={"wait": 20})
+    assert response.status_code == 200, response.text
+    result: dict[str, Any] = response.json()["status"]
+    return result

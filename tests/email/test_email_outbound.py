@@ -1,0 +1,158 @@
+"""Outbound email against an SMTP sink that requires STARTTLS and AUTH (aiosmtpd)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from channels.email import tokens
+from channels.email.channel import KEY_PURPOSE
+from tests.email.helpers import ALICE, BOB, create, email_gateway, email_settings, sent_for
+from tests.helpers import events, eventually, outbox_idle
+from tests.services.smtp_sink import SmtpSink
+
+
+async def test_a_request_email_has_threading_headers_both_parts_and_a_reply_token(
+    tmp_path: Path, smtp_sink: SmtpSink
+) -> None:
+    email = {
+        "subject": "Drop the users table?",
+        "in_reply_to_message_id": "<thread-1@example.org>",
+        "references_message_id": "<thread-0@example.org> <thread-1@example.org>",
+        "additional_recipients": [
+            {"address": BOB, "field": "cc"},
+            {"address": "audit@example.org", "field": "bcc"},
+        ],
+    }
+    settings = email_settings(smtp_sink)
+    async with email_gateway(tmp_path, settings, public_url="https://gw.example.test") as gw:
+        rid = await create(gw, "mail-1", email=email)
+        (sunk,) = sent_for(smtp_sink, "mail-1")
+        key = gw.core.box.subkey(KEY_PURPOSE)
+        event_types = [e["type"] for e in (await events(gw, "mail-1"))["events"]]
+    message = sunk.message
+    assert message["Subject"] == "Drop the users table?"
+    assert message["In-Reply-To"] == "<thread-1@example.org>"
+    assert message["References"] == "<thread-0@example.org> <thread-1@example.org>"
+    assert message["Auto-Submitted"] == "auto-generated"
+    assert message["To"] == ALICE and message["Cc"] == BOB
+    assert "Bcc" not in message and "audit@example.org" in sunk.rcpt_tos  # envelope only
+    assert sorted(sunk.rcpt_tos) == sorted([ALICE, BOB, "audit@example.org"])
+    reply_to = str(message["Reply-To"])
+    assert tokens.rid_from_address(reply_to, "approvals@example.test", key) == rid
+    assert re.fullmatch(r"<[0-9a-f]+\.[a-z0-9]+\.[a-z0-9]+@example\.test>", message["Message-ID"])
+    assert message.get_content_type() == "multipart/alternative"
+    text = message.get_body(("plain",)).get_content()  # type: ignore[union-attr]
+    html = message.get_body(("html",)).get_content()  # type: ignore[union-attr]
+    assert "Reply APPROVE, or REJECT followed by your reason." in text
+    assert "drop_table" in text and "users" in text
+    assert f"https://gw.example.test/r/{rid}" in text and f"https://gw.example.test/r/{rid}" in html
+    assert "delivered" in event_types
+
+
+async def test_the_agents_own_template_renders_with_humanlayers_context(
+    tmp_path: Path, smtp_sink: SmtpSink
+) -> None:
+    template = (
+        "<h1>{{ event.spec.fn }} for {{ event.run_id }}</h1>{{ event.spec.kwargs.name }}"
+        "<a href='{{ urls.base_url }}?approve=true'>yes</a> {{ type }}"
+    )
+    async with email_gateway(tmp_path, email_settings(smtp_sink), public_url="https://gw") as gw:
+        rid = await create(gw, "tpl-1", email={"template": template}, kwargs={"name": "<b>x</b>"})
+    (sunk,) = sent_for(smtp_sink, "tpl-1")
+    html = sunk.message.get_body(("html",)).get_content()  # type: ignore[union-attr]
+    assert "<h1>drop_table for agent-7</h1>" in html
+    assert "&lt;b&gt;x&lt;/b&gt;" in html  # autoescaped
+    assert f"https://gw/r/{rid}?approve=true" in html and "function_call" in html
+
+
+async def test_a_template_the_sandbox_refuses_falls_back_to_ours(
+    tmp_path: Path, smtp_sink: SmtpSink
+) -> None:
+    template = "{{ ''.__class__.__mro__[1].__subclasses__() }}"
+    async with email_gateway(tmp_path, email_settings(smtp_sink)) as gw:
+        await create(gw, "tpl-2", email={"template": template})
+    (sunk,) = sent_for(smtp_sink, "tpl-2")
+    html = sunk.message.get_body(("html",)).get_content()  # type: ignore[union-attr]
+    assert "drop_table" in html and "subclasses" not in html and "<class" not in html
+
+
+async def test_a_temporary_smtp_failure_is_retried(tmp_path: Path, smtp_sink: SmtpSink) -> None:
+    smtp_sink.fail_next(451)
+    async with email_gateway(tmp_path, email_settings(smtp_sink)) as gw:
+        await create(gw, "retry-1")
+        deliveries = (await events(gw, "retry-1"))["deliveries"]
+    assert [d["status"] for d in deliveries] == ["sent"]
+    assert len(sent_for(smtp_sink, "retry-1")) == 1
+
+
+async def test_a_permanent_smtp_failure_is_a_failed_delivery(
+    tmp_path: Path, smtp_sink: SmtpSink
+) -> None:
+    smtp_sink.fail_next(550, message="5.1.1 No such user")
+    async with email_gateway(tmp_path, email_settings(smtp_sink)) as gw:
+        await create(gw, "fail-1")
+        audit = await events(gw, "fail-1")
+    (delivery,) = audit["deliveries"]
+    assert delivery["status"] == "failed"
+    assert "550" in delivery["error"] and "No such user" in delivery["error"]
+    assert "delivery_failed" in [e["type"] for e in audit["events"]]
+    assert sent_for(smtp_sink, "fail-1") == []
+
+
+async def test_line_breaks_cannot_inject_headers(tmp_path: Path, smtp_sink: SmtpSink) -> None:
+    evil = "Hello\r\nBcc: victim@example.org\r\nX-Injected: yes"
+    async with email_gateway(tmp_path, email_settings(smtp_sink)) as gw:
+        await create(gw, "crlf-1", email={"subject": evil}, kwargs={"note": evil})
+    (sunk,) = sent_for(smtp_sink, "crlf-1")
+    assert "victim@example.org" not in sunk.rcpt_tos
+    assert sunk.message["X-Injected"] is None and sunk.message["Bcc"] is None
+    assert "\n" not in str(sunk.message["Subject"])
+    header_block = sunk.raw.split(b"\r\n\r\n", 1)[0]
+    assert b"\r\nX-Injected" not in header_block and b"\r\nBcc:" not in header_block
+
+
+async def test_escalation_resends_in_the_thread_to_the_merged_recipients(
+    tmp_path: Path, smtp_sink: SmtpSink
+) -> None:
+    email = {"additional_recipients": [{"address": BOB, "field": "cc"}]}
+    escalation = {
+        "escalation_msg": "Nobody answered in an hour: please decide.",
+        "additional_recipients": [{"address": "ops@example.org", "field": "to"}],
+        "channel": {
+            "email": {
+                "address": "lead@example.org",
+                "additional_recipients": [{"address": "cto@example.org", "field": "cc"}],
+            }
+        },
+    }
+    async with email_gateway(tmp_path, email_settings(smtp_sink)) as gw:
+        await create(gw, "esc-1", email=email)
+        (first,) = sent_for(smtp_sink, "esc-1")
+        async with gw.client() as client:
+            path = "/agent/function_calls/esc-1/escalate_email"
+            response = await client.post(path, json=escalation)
+            assert response.status_code == 200, response.text
+        await eventually(lambda: outbox_idle(gw))
+    second = sent_for(smtp_sink, "esc-1")[-1]
+    assert second is not first
+    assert sorted(second.rcpt_tos) == sorted(
+        ["lead@example.org", BOB, "ops@example.org", "cto@example.org"]
+    )
+    assert second.message["In-Reply-To"] == first.message["Message-ID"]
+    assert str(second.message["Subject"]).startswith("Re: ")
+    text = second.message.get_body(("plain",)).get_content()  # type: ignore[union-attr]
+    assert text.startswith("Nobody answered in an hour: please decide.")
+
+
+async def test_escalating_a_request_without_an_email_address_is_a_clear_422(
+    tmp_path: Path, smtp_sink: SmtpSink
+) -> None:
+    async with email_gateway(tmp_path, email_settings(smtp_sink)) as gw, gw.client() as client:
+        body = {"run_id": "r", "call_id": "noemail", "spec": {"fn": "f", "kwargs": {}}}
+        assert (await client.post("/function_calls", json=body)).status_code == 200
+        response = await client.post(
+            "/agent/function_calls/noemail/escalate_email", json={"escalation_msg": "x"}
+        )
+    assert response.status_code == 422
+    assert "give escalation.channel.email.address" in response.text

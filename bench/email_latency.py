@@ -171,7 +171,9 @@ async def both_phases(
     inbound_headers = {"Authorization": f"Bearer {INBOUND_SECRET}"}
     async with (
         httpx.AsyncClient(base_url=process.api_base, headers=headers, timeout=40) as api,
-        httpx.AsyncClient(base_url=process.base_url, headers=inbound_headers) as inbound,
+        httpx.AsyncClient(
+            base_url=process.base_url, headers=inbound_headers, timeout=30
+        ) as inbound,
     ):
 
         async def over_lmtp(raw: bytes, recipient: str) -> None:

@@ -43,8 +43,9 @@ def _on_notify(core: Core, channel: str, payload: str) -> None:
         core.waiters.wake_all()
     elif channel == DECIDED_CHANNEL:
         core.waiters.wake(payload)
-    elif channel == OUTBOX_CHANNEL:
+    elif channel == OUTBOX_CHANNEL:  # another replica created or decided something
         core.outbox_wakeup.set()
+        core.waiters.changed()
 
 
 @asynccontextmanager

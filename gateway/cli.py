@@ -13,6 +13,12 @@ from typing import Any
 
 from channels.discord.channel import DiscordChannel
 from channels.slack.manifest import manifest
+from channels.web.auth import (
+    console_people,
+    create_sign_in_link,
+    hash_password,
+    person_with_email,
+)
 from gateway import bootstrap, decisions
 from gateway.app import build_core, create_app
 from gateway.checks import run_checks
@@ -69,6 +75,33 @@ async def _first_start(core: Core, args: argparse.Namespace) -> int:
         print("Give your agent these two lines:\n")
         print(f"  export HUMANLAYER_API_BASE=http://{host}:{port}/humanlayer/v1")
         print(f"  export HUMANLAYER_API_KEY={created.key}\n", flush=True)
+        if not console_people(core):
+            link = await create_sign_in_link(
+                core, base_url=core.settings.public_url or f"http://{host}:{port}"
+            )
+            print("Open the web console (a one-time link; `gateway console link` makes more):\n")
+            print(f"  {link}\n", flush=True)
+    return 0
+
+
+async def console_link(core: Core, args: argparse.Namespace) -> int:
+    if args.email is not None and person_with_email(core, args.email) is None:
+        raise NotFound(f"no person with email {args.email!r} in the routing config")
+    print("A one-time sign-in link, valid for 30 minutes:")
+    print(await create_sign_in_link(core, args.email))
+    return 0
+
+
+def console_hash_password(_settings: Settings, _args: argparse.Namespace) -> int:
+    """Reads the password from standard input (so it is not in the shell's history)."""
+    if sys.stdin.isatty():
+        password = getpass.getpass("Password: ")
+    else:
+        password = sys.stdin.readline().rstrip("\n")
+    if len(password) < 8:
+        print("error: use at least 8 characters", file=sys.stderr)
+        return 2
+    print(hash_password(password))
     return 0
 
 
@@ -287,6 +320,14 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("check", help="validate settings, config and connections").set_defaults(
         run=check
     )
+    console = commands.add_parser("console", help="web console").add_subparsers(
+        dest="action", required=True
+    )
+    p = console.add_parser("link", help="print a one-time sign-in URL (last line)")
+    p.add_argument("--email", help="sign in as this person from the config (default: operator)")
+    p.set_defaults(run=_with_core(console_link))
+    p = console.add_parser("hash-password", help="argon2 hash for a person's password_hash")
+    p.set_defaults(run=console_hash_password)
     db = commands.add_parser("db", help="database").add_subparsers(dest="action", required=True)
     db.add_parser("upgrade", help="apply migrations").set_defaults(run=_with_core(db_upgrade))
     return parser

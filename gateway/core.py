@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from channels.base import Channel
+from gateway import signed
 from gateway.crypto import SecretBox
 from gateway.routing import RoutingConfig
 from gateway.settings import Settings
@@ -15,6 +16,8 @@ from gateway.store import Database
 from gateway.store.tables import ApiKey, Project, Request
 from gateway.views import RequestView
 from gateway.waiters import Waiters
+
+LINK_TTL_SECONDS = 14 * 24 * 3600  # an emailed request link lets its recipient decide
 
 
 @dataclass(frozen=True)
@@ -40,9 +43,21 @@ class Core:
     waiters: Waiters = field(default_factory=Waiters)
     outbox_wakeup: asyncio.Event = field(default_factory=asyncio.Event)
 
-    def link(self, rid: str) -> str | None:
+    def link(self, rid: str, email: str | None = None) -> str | None:
+        """The request's page; with `email`, a token that lets that recipient decide there
+        without signing in (the link in the email sent to them)."""
         base = self.settings.public_url
-        return f"{base.rstrip('/')}/r/{rid}" if base else None
+        if not base:
+            return None
+        url = f"{base.rstrip('/')}/r/{rid}"
+        if email is None:
+            return url
+        claims = {"r": rid, "e": email.lower()}
+        return f"{url}?t={signed.sign(self.link_key, claims, LINK_TTL_SECONDS)}"
+
+    @property
+    def link_key(self) -> bytes:
+        return self.box.subkey("request-link")
 
     def view(self, row: Request, project: str) -> RequestView:
         secrets = json.loads(self.box.open(row.sealed_secrets)) if row.sealed_secrets else {}

@@ -166,6 +166,7 @@ async def create(core: Core, caller: Caller, kind: Kind, body: Incoming) -> dict
             return to_wire(_same_request(existing, kind, fingerprint))
         await _record_route(conn, core, row, route)
     core.outbox_wakeup.set()
+    core.waiters.changed()
     return to_wire(row)
 
 

@@ -28,6 +28,10 @@ class Person(Strict):
     slack: str | None = None
     discord: str | None = None
     email: str | None = None
+    # Web console sign-in: an argon2 hash (`gateway console hash-password`), and the
+    # projects this person sees there ("*": all).
+    password_hash: str | None = Field(default=None, repr=False)
+    projects: list[str] = Field(default_factory=lambda: ["default"])
 
 
 class Team(Strict):

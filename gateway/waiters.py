@@ -8,6 +8,8 @@ from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+ANY = "*"  # watchers of every change: the console's live pages
+
 
 class Waiters:
     def __init__(self) -> None:
@@ -29,6 +31,12 @@ class Waiters:
 
     def wake(self, rid: str) -> None:
         for event in self._events.get(rid, ()):
+            event.set()
+        self.changed()
+
+    def changed(self) -> None:
+        """Something was created or decided: wake the watchers of ANY."""
+        for event in self._events.get(ANY, ()):
             event.set()
 
     def wake_all(self) -> None:

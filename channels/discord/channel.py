@@ -102,6 +102,13 @@ class DiscordChannel:
     def missing_settings(self) -> list[str]:
         return [] if self.settings.bot_token else ["DISCORD_BOT_TOKEN"]
 
+    @property
+    def connected(self) -> bool | None:
+        """The bot's websocket session is up (for the console's channel page)."""
+        if self.missing_settings():
+            return None
+        return self._bot is not None and self._bot.is_ready() and not self._bot.is_closed()
+
     def mount(self, app: FastAPI, core: Core, /) -> None:
         """No HTTP routes: clicks come over the bot's websocket. This hands over the core."""
         self.interactions = Interactions(core)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+from dataclasses import replace
 from email.message import EmailMessage
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +50,7 @@ class EmailChannel:
 
     def __init__(self, settings: EmailSettings | None = None) -> None:
         self.settings = settings or EmailSettings()
+        self.core: Core | None = None
         self.inbox: Inbox | None = None
         self.watcher: Watcher | None = None
         self._key: bytes | None = None
@@ -58,8 +60,14 @@ class EmailChannel:
         required = {"SMTP_HOST": self.settings.smtp_host, "EMAIL_FROM": self.settings.email_from}
         return [name for name, value in required.items() if not value]
 
+    @property
+    def connected(self) -> bool | None:
+        """The IMAP watcher is signed in (None when replies come only by HTTP)."""
+        return None if self.watcher is None else self.watcher.connected.is_set()
+
     def mount(self, app: FastAPI, core: Core, /) -> None:
         """Serve `POST /email/inbound` (raw MIME, EMAIL_INBOUND_SECRET as a bearer token)."""
+        self.core = core
         self._key = core.box.subkey(KEY_PURPOSE)
         self.inbox = Inbox(core, self.settings, self._key, self._send)
         if self.settings.imap_host:
@@ -81,6 +89,10 @@ class EmailChannel:
         await smtp.send(self.settings, message, recipients)
 
     async def send(self, request: RequestView, target: Target, /) -> Sent:
+        if self.core is not None and request.link is not None:
+            # The link carries a token for the addressee, who may decide from the page.
+            addressee = str(target.address.get("address") or "") or None
+            request = replace(request, link=self.core.link(request.rid, addressee))
         message, people = compose.request_message(
             request,
             target,

@@ -105,7 +105,8 @@ def custom_html(request: RequestView, template: str) -> str | None:
     spec = {k: v for k, v in request.spec.items() if k != "channel"}
     context = {
         "event": {"run_id": request.run_id, "call_id": request.call_id, "spec": spec},
-        "urls": {"base_url": request.link or ""},
+        # HumanLayer templates append "?approve=true" to it: the plain page URL, no token.
+        "urls": {"base_url": (request.link or "").split("?", 1)[0]},
         "type": request.kind,
     }
     try:

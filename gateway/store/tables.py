@@ -146,3 +146,15 @@ class ImapCheckpoint(SQLModel, table=True):
     mailbox: str = Field(primary_key=True, max_length=255)
     uidvalidity: int = Field(sa_column=sa.Column(sa.BigInteger, nullable=False))
     last_uid: int = Field(sa_column=sa.Column(sa.BigInteger, nullable=False))
+
+
+class ConsoleLogin(SQLModel, table=True):
+    """A one-time console sign-in link (`gateway console link`); only its hash is kept."""
+
+    __tablename__ = "console_login"
+
+    token_hash: str = Field(primary_key=True, max_length=64)
+    email: str | None = Field(default=None, max_length=320)  # None: the operator
+    created_at: datetime = Field(sa_column=_ts())
+    expires_at: datetime = Field(sa_column=_ts())
+    used_at: datetime | None = Field(default=None, sa_column=_ts(nullable=True))

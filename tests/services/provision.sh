@@ -9,6 +9,8 @@ compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || command -v initdb >/
 # The email tests run their own Dovecot (IMAP + LMTP delivery) on private ports.
 [[ -x /usr/sbin/dovecot ]] || missing+=(dovecot-imapd)
 compgen -G "/usr/lib/dovecot/lmtp" >/dev/null || missing+=(dovecot-lmtpd)
+# The console's browser tests drive Debian's headless Chromium through Playwright.
+command -v chromium >/dev/null || missing+=(chromium)
 
 if ((${#missing[@]} == 0)); then
   exit 0

@@ -1,0 +1,63 @@
+"""A console form becomes a decision through the core's rules (first wins), as the API's."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import ValidationError
+
+from channels.web.auth import Viewer
+from gateway.core import Core
+from gateway.decisions import (
+    Decision,
+    answerable,
+    function_call_decision,
+    human_contact_decision,
+)
+from gateway.decisions import (
+    decide as core_decide,
+)
+from gateway.errors import GatewayError, InvalidInput
+from gateway.models import FunctionCallStatusIn, HumanContactStatusIn
+from gateway.store.tables import Request
+
+VERBS = ("approve", "reject", "option", "answer")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    ok: bool
+    status: int
+    text: str
+
+
+async def decide(core: Core, rid: str, form: dict[str, str], viewer: Viewer) -> Outcome:
+    """Apply the form's answer; the outcome says what happened, in words for the page."""
+    try:
+        row = await answerable(core, rid, channel="web", actor_id=viewer.actor_id)
+        decided = await core_decide(core, row, _decision(row, form, viewer))
+    except GatewayError as error:
+        return Outcome(False, error.status_code, str(error))
+    except ValidationError as error:
+        return Outcome(False, 422, error.errors()[0]["msg"])
+    return Outcome(True, 200, f"Recorded: {decided.status} by {viewer.name}.")
+
+
+def _decision(row: Request, form: dict[str, str], viewer: Viewer) -> Decision:
+    verb = form.get("action", "")
+    if verb not in VERBS:
+        raise InvalidInput(f"unknown action {verb!r}; use one of {', '.join(VERBS)}")
+    text = (form.get("reason") or form.get("answer") or "").strip() or None
+    option = form.get("option") or None
+    who = viewer.user_info
+    if row.kind == "human_contact":
+        if verb == "answer" and text is None:
+            raise InvalidInput("type an answer first")
+        answer = HumanContactStatusIn(response=text, response_option_name=option)
+        return human_contact_decision(row, answer, who)
+    if verb == "approve":
+        return function_call_decision(row, FunctionCallStatusIn(approved=True, comment=text), who)
+    if verb == "reject" and text is None:
+        raise InvalidInput("give a reason to reject")
+    body = FunctionCallStatusIn(approved=False, comment=text, reject_option_name=option)
+    return function_call_decision(row, body, who)

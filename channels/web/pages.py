@@ -1,0 +1,432 @@
+"""The console's routes: sign-in, queue, request pages and their actions, history,
+webhooks, channel health, live updates, and the scanner-safe request links `/r/<rid>`.
+
+GETs never change anything; every POST carries a CSRF token (or, on `/r/<rid>`, the link's
+own token and a MAC of it). Another project's request is a 404, as in the API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.parse
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import RedirectResponse, Response, StreamingResponse
+
+from channels.web import actions, render
+from channels.web.auth import (
+    Viewer,
+    check_password,
+    console_people,
+    csrf_ok,
+    csrf_token,
+    end_session,
+    spend_sign_in_link,
+    start_session,
+    viewer_of,
+)
+from gateway import signed
+from gateway.core import Core
+from gateway.store import console as console_store
+from gateway.store import outbox as outbox_store
+from gateway.store import projects as project_store
+from gateway.store import requests as request_store
+from gateway.store.tables import Request as RequestRow
+from gateway.waiters import ANY
+
+router = APIRouter(include_in_schema=False)
+KEEPALIVE_SECONDS = 15.0
+STREAM_SECONDS = 300.0  # the browser reconnects; a shutdown never waits on a stream for long
+FORM_LIMIT = 64 * 1024
+
+
+def _core(request: Request) -> Core:
+    core: Core = request.app.state.core
+    return core
+
+
+async def _form(request: Request) -> dict[str, str]:
+    """An urlencoded form's fields (first value of each)."""
+    body = await request.body()
+    if len(body) > FORM_LIMIT:
+        return {}
+    fields = urllib.parse.parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+    return {name: values[0] for name, values in fields.items()}
+
+
+def _to_sign_in(request: Request) -> RedirectResponse:
+    next_url = urllib.parse.quote(
+        str(request.url.path) + ("?" + request.url.query if request.url.query else "")
+    )
+    return RedirectResponse(f"/console/login?next={next_url}", status_code=303)
+
+
+def _message(core: Core, viewer: Viewer | None, status: int, title: str, text: str) -> Response:
+    return render.page(
+        "message.html", status, title=title, text=text, viewer=viewer, csrf=_csrf(core, viewer)
+    )
+
+
+def _csrf(core: Core, viewer: Viewer | None) -> str:
+    return csrf_token(core, viewer.sid) if viewer else ""
+
+
+def _projects(viewer: Viewer) -> list[str] | None:
+    return None if viewer.projects is None else list(viewer.projects)
+
+
+@router.get("/")
+async def home() -> Response:
+    return RedirectResponse("/console", status_code=303)
+
+
+# --- signing in
+
+
+@router.get("/console/login")
+async def login_form(request: Request, next: str = "/console") -> Response:
+    core = _core(request)
+    return render.page(
+        "login.html",
+        has_people=bool(console_people(core)),
+        next=_safe_next(next),
+        error=None,
+        viewer=None,
+        csrf="",
+    )
+
+
+@router.post("/console/login")
+async def login(request: Request) -> Response:
+    core = _core(request)
+    form = await _form(request)
+    viewer = await asyncio.to_thread(
+        check_password, core, form.get("email", ""), form.get("password", "")
+    )
+    if viewer is None:
+        return render.page(
+            "login.html",
+            401,
+            has_people=bool(console_people(core)),
+            next=_safe_next(form.get("next", "/console")),
+            error="Wrong email or password.",
+            viewer=None,
+            csrf="",
+        )
+    response = RedirectResponse(_safe_next(form.get("next", "/console")), status_code=303)
+    start_session(core, response, viewer)
+    return response
+
+
+@router.get("/console/link/{token}")
+async def link_form(request: Request, token: str) -> Response:
+    """Shows a button: only the POST spends the link, so a mail scanner's GET cannot."""
+    return render.page("link.html", token=token, viewer=None, csrf="")
+
+
+@router.post("/console/link/{token}")
+async def link_sign_in(request: Request, token: str) -> Response:
+    core = _core(request)
+    viewer = await spend_sign_in_link(core, token)
+    if isinstance(viewer, str):
+        return _message(core, None, 403, "Sign-in link refused", viewer)
+    response = RedirectResponse("/console", status_code=303)
+    start_session(core, response, viewer)
+    return response
+
+
+@router.post("/console/logout")
+async def logout(request: Request) -> Response:
+    core = _core(request)
+    viewer = viewer_of(core, request)
+    form = await _form(request)
+    if viewer is not None and not csrf_ok(core, viewer.sid, form.get("csrf")):
+        return _message(core, viewer, 403, "Refused", "The form's CSRF token is missing or wrong.")
+    response = RedirectResponse("/console/login", status_code=303)
+    end_session(response)
+    return response
+
+
+def _safe_next(value: str) -> str:
+    """Only a path on this site (no `//evil.example` open redirect)."""
+    return value if value.startswith("/") and not value.startswith("//") else "/console"
+
+
+# --- the queue and history
+
+
+def _filters(request: Request) -> console_store.Filters:
+    query = request.query_params
+    return console_store.Filters(
+        project=query.get("project") or None,
+        kind=query.get("kind") or None,
+        run_id=query.get("run_id") or None,
+        fn=query.get("fn") or None,
+        text=query.get("q") or None,
+    )
+
+
+@router.get("/console")
+async def queue(request: Request) -> Response:
+    return await _listing(request, pending=True, template="queue.html")
+
+
+@router.get("/console/history")
+async def history(request: Request) -> Response:
+    return await _listing(request, pending=False, template="history.html")
+
+
+async def _listing(request: Request, *, pending: bool, template: str) -> Response:
+    core = _core(request)
+    viewer = viewer_of(core, request)
+    if viewer is None:
+        return _to_sign_in(request)
+    filters = _filters(request)
+    async with core.db.read() as conn:
+        found = await console_store.search_requests(
+            conn, projects=_projects(viewer), pending=pending, filters=filters
+        )
+        projects = [p.name for p in await project_store.list_projects(conn) if viewer.sees(p.name)]
+    rows = [render.summary(row, project) for row, project in found]
+    name = "queue_rows.html" if request.query_params.get("partial") else template
+    return render.page(
+        name,
+        rows=rows,
+        filters=filters,
+        projects=projects,
+        viewer=viewer,
+        csrf=_csrf(core, viewer),
+    )
+
+
+# --- one request
+
+
+async def _visible(core: Core, viewer: Viewer, rid: str) -> tuple[RequestRow, str] | None:
+    async with core.db.read() as conn:
+        row = await request_store.get_by_rid(conn, rid)
+        project = await console_store.project_name(conn, row.project_id) if row else None
+    if row is None or project is None or not viewer.sees(project):
+        return None
+    return row, project
+
+
+async def _detail(core: Core, row: RequestRow, project: str) -> dict[str, Any]:
+    async with core.db.read() as conn:
+        deliveries = await request_store.list_deliveries(conn, [row.rid])
+        events = await request_store.list_events(conn, row.rid)
+    return render.detail(row, project, deliveries, events)
+
+
+@router.get("/console/requests/{rid}")
+async def request_page(request: Request, rid: str) -> Response:
+    core = _core(request)
+    viewer = viewer_of(core, request)
+    if viewer is None:
+        return _to_sign_in(request)
+    found = await _visible(core, viewer, rid)
+    if found is None:
+        return _message(core, viewer, 404, "Not found", "There is no such request here.")
+    name = "request_live.html" if request.query_params.get("partial") else "request.html"
+    return render.page(
+        name,
+        r=await _detail(core, *found),
+        viewer=viewer,
+        csrf=_csrf(core, viewer),
+        action=f"/console/requests/{rid}",
+        link_token=None,
+        notice=request.query_params.get("notice"),
+    )
+
+
+@router.post("/console/requests/{rid}")
+async def decide_page(request: Request, rid: str) -> Response:
+    core = _core(request)
+    viewer = viewer_of(core, request)
+    form = await _form(request)
+    if viewer is None:
+        return _message(core, None, 401, "Signed out", "Sign in again, then answer the request.")
+    if not csrf_ok(core, viewer.sid, form.get("csrf")):
+        return _message(core, viewer, 403, "Refused", "The form's CSRF token is missing or wrong.")
+    found = await _visible(core, viewer, rid)
+    if found is None:
+        return _message(core, viewer, 404, "Not found", "There is no such request here.")
+    outcome = await actions.decide(core, rid, form, viewer)
+    if outcome.ok:
+        notice = urllib.parse.quote(outcome.text)
+        return RedirectResponse(f"/console/requests/{rid}?notice={notice}", status_code=303)
+    return _message(core, viewer, outcome.status, "Nothing changed", outcome.text)
+
+
+# --- scanner-safe request links
+
+
+def _link_viewer(core: Core, rid: str, token: str) -> Viewer | str:
+    """The email recipient a `/r/<rid>?t=` token was issued to, or why it is refused."""
+    try:
+        claims = signed.verify(core.link_key, token)
+    except signed.BadToken as error:
+        return f"{error}; sign in to see the request"
+    if claims.get("r") != rid:
+        return "this link is for another request; sign in to see the request"
+    email = str(claims.get("e"))
+    return Viewer(name=email, email=email, projects=None, sid=f"link:{token}")
+
+
+@router.get("/r/{rid}")
+async def request_link(request: Request, rid: str, t: str | None = None) -> Response:
+    core = _core(request)
+    viewer = viewer_of(core, request)
+    if viewer is not None:
+        return RedirectResponse(f"/console/requests/{rid}", status_code=303)
+    if t is None:
+        return _to_sign_in(request)
+    holder = _link_viewer(core, rid, t)
+    if isinstance(holder, str):
+        return _message(core, None, 403, "Link refused", holder)
+    async with core.db.read() as conn:
+        row = await request_store.get_by_rid(conn, rid)
+        project = await console_store.project_name(conn, row.project_id) if row else None
+    if row is None or project is None:
+        return _message(core, None, 404, "Not found", "There is no such request here.")
+    return render.page(
+        "request.html",
+        r=await _detail(core, row, project),
+        viewer=None,
+        holder=holder,
+        csrf=csrf_token(core, holder.sid),
+        action=f"/r/{rid}",
+        link_token=t,
+        notice=request.query_params.get("notice"),
+    )
+
+
+@router.post("/r/{rid}")
+async def decide_by_link(request: Request, rid: str) -> Response:
+    core = _core(request)
+    form = await _form(request)
+    token = form.get("t", "")
+    holder = _link_viewer(core, rid, token)
+    if isinstance(holder, str):
+        return _message(core, None, 403, "Link refused", holder)
+    if not csrf_ok(core, holder.sid, form.get("csrf")):
+        return _message(core, None, 403, "Refused", "The form's CSRF token is missing or wrong.")
+    outcome = await actions.decide(core, rid, form, holder)
+    if outcome.ok:
+        query = urllib.parse.urlencode({"t": token, "notice": outcome.text})
+        return RedirectResponse(f"/r/{rid}?{query}", status_code=303)
+    return _message(core, None, outcome.status, "Nothing changed", outcome.text)
+
+
+# --- webhooks and channels
+
+
+@router.get("/console/webhooks")
+async def webhooks_page(request: Request) -> Response:
+    core = _core(request)
+    viewer = viewer_of(core, request)
+    if viewer is None:
+        return _to_sign_in(request)
+    async with core.db.read() as conn:
+        projects = {p.id: p.name for p in await project_store.list_projects(conn) if p.id}
+        visible = [pid for pid, name in projects.items() if viewer.sees(name)]
+        endpoints = [e for e in await project_store.list_webhooks(conn) if e.project_id in visible]
+        jobs = await console_store.webhook_jobs(conn, visible)
+    return render.page(
+        "webhooks.html",
+        endpoints=[render.endpoint(e, projects.get(e.project_id, "?")) for e in endpoints],
+        jobs=[render.webhook_job(job) for job in jobs],
+        viewer=viewer,
+        csrf=_csrf(core, viewer),
+        notice=request.query_params.get("notice"),
+    )
+
+
+@router.post("/console/webhooks/jobs/{job_id}/redeliver")
+async def redeliver(request: Request, job_id: int) -> Response:
+    core = _core(request)
+    viewer = viewer_of(core, request)
+    form = await _form(request)
+    if viewer is None:
+        return _message(core, None, 401, "Signed out", "Sign in again.")
+    if not csrf_ok(core, viewer.sid, form.get("csrf")):
+        return _message(core, viewer, 403, "Refused", "The form's CSRF token is missing or wrong.")
+    async with core.db.write() as conn:
+        job = await outbox_store.get_job(conn, job_id)
+        project = (
+            await console_store.project_name(conn, job.project_id)
+            if job is not None and job.project_id is not None
+            else None
+        )
+        if job is None or job.kind != "webhook" or project is None or not viewer.sees(project):
+            return _message(core, viewer, 404, "Not found", "There is no such webhook delivery.")
+        await outbox_store.enqueue(
+            conn,
+            "webhook",
+            json.loads(job.payload_json),  # the same message id: receivers dedupe on it
+            rid=job.rid,
+            project_id=job.project_id,
+            max_attempts=job.max_attempts,
+        )
+    core.outbox_wakeup.set()
+    notice = urllib.parse.quote(f"Delivery {job_id} queued again.")
+    return RedirectResponse(f"/console/webhooks?notice={notice}", status_code=303)
+
+
+@router.get("/console/channels")
+async def channels_page(request: Request) -> Response:
+    core = _core(request)
+    viewer = viewer_of(core, request)
+    if viewer is None:
+        return _to_sign_in(request)
+    async with core.db.read() as conn:
+        errors = await console_store.last_delivery_errors(conn)
+    rows = [
+        render.channel_health(name, channel, errors.get(name))
+        for name, channel in core.channels.items()
+        if name != "web"
+    ]
+    return render.page("channels.html", channels=rows, viewer=viewer, csrf=_csrf(core, viewer))
+
+
+# --- live updates and static files
+
+
+@router.get("/console/events")
+async def events(request: Request) -> Response:
+    """Server-sent events: `changed` whenever a request is created or decided."""
+    core = _core(request)
+    if viewer_of(core, request) is None:
+        return Response("sign in first", status_code=401)
+    return StreamingResponse(
+        _changes(core, request),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    )
+
+
+async def _changes(core: Core, request: Request) -> AsyncIterator[str]:
+    yield "retry: 1000\n\n"
+    loop = asyncio.get_running_loop()
+    ends = loop.time() + STREAM_SECONDS
+    with core.waiters.watch(ANY) as changed:  # one watch: nothing is missed between events
+        while loop.time() < ends and not await request.is_disconnected():
+            try:
+                await asyncio.wait_for(changed.wait(), timeout=KEEPALIVE_SECONDS)
+            except TimeoutError:
+                yield ": keepalive\n\n"
+                continue
+            changed.clear()
+            yield "event: changed\ndata: {}\n\n"
+
+
+@router.get("/console/static/{name}")
+async def static(name: str) -> Response:
+    kind = render.STATIC.get(name)
+    if kind is None:
+        return Response("not found", status_code=404)
+    content = (render.TEMPLATES / name).read_text()
+    return Response(content, media_type=kind, headers={"Cache-Control": "max-age=300"})

@@ -1,0 +1,144 @@
+"""What the web console reads and writes: sign-in links, the queue, history, health."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from gateway.store.engine import utcnow
+from gateway.store.tables import ConsoleLogin, Delivery, OutboxJob, Project, Request
+
+_login = ConsoleLogin.__table__  # type: ignore[attr-defined]
+_request = Request.__table__  # type: ignore[attr-defined]
+_project = Project.__table__  # type: ignore[attr-defined]
+_delivery = Delivery.__table__  # type: ignore[attr-defined]
+_job = OutboxJob.__table__  # type: ignore[attr-defined]
+
+
+async def create_login(
+    conn: AsyncConnection, token_hash: str, email: str | None, ttl: timedelta
+) -> datetime:
+    now = utcnow()
+    values = {"token_hash": token_hash, "email": email, "created_at": now, "expires_at": now + ttl}
+    await conn.execute(sa.insert(_login).values(values))
+    return now + ttl
+
+
+@dataclass(frozen=True)
+class LoginUse:
+    ok: bool
+    email: str | None = None
+    reason: str = ""
+
+
+async def use_login(conn: AsyncConnection, token_hash: str) -> LoginUse:
+    """Spend a sign-in link: only once, and only before it expires."""
+    now = utcnow()
+    spend = (
+        sa.update(_login)
+        .where(_login.c.token_hash == token_hash)
+        .where(_login.c.used_at.is_(None))
+        .where(_login.c.expires_at > now)
+        .values(used_at=now)
+        .returning(_login.c.email)
+    )
+    spent = (await conn.execute(spend)).first()
+    if spent is not None:
+        return LoginUse(ok=True, email=spent[0])
+    found = (await conn.execute(sa.select(_login).where(_login.c.token_hash == token_hash))).first()
+    if found is None:
+        return LoginUse(ok=False, reason="this sign-in link is not valid")
+    if found.used_at is not None:
+        return LoginUse(ok=False, reason="this sign-in link was used already; ask for a new one")
+    return LoginUse(ok=False, reason="this sign-in link has expired; ask for a new one")
+
+
+@dataclass(frozen=True)
+class Filters:
+    """The queue's and the history's filters; None means any."""
+
+    project: str | None = None
+    kind: str | None = None
+    run_id: str | None = None
+    fn: str | None = None
+    text: str | None = None  # history search: call id, run id, function, comment, answer
+
+
+async def search_requests(
+    conn: AsyncConnection,
+    *,
+    projects: Sequence[str] | None,
+    pending: bool,
+    filters: Filters,
+    limit: int = 200,
+) -> list[tuple[Request, str]]:
+    """Requests with their project's name, newest first (`projects=None`: every project)."""
+    query = (
+        sa.select(_request, _project.c.name.label("project_name"))
+        .join(_project, _project.c.id == _request.c.project_id)
+        .order_by(_request.c.requested_at.desc(), _request.c.rid)
+        .limit(limit)
+    )
+    status = _request.c.status
+    query = query.where(status == "pending" if pending else status != "pending")
+    if projects is not None:
+        query = query.where(_project.c.name.in_(projects))
+    for column, value in (
+        (_project.c.name, filters.project),
+        (_request.c.kind, filters.kind),
+        (_request.c.run_id, filters.run_id),
+        (_request.c.fn, filters.fn),
+    ):
+        if value:
+            query = query.where(column == value)
+    if filters.text:
+        pattern = f"%{filters.text}%"
+        columns = (_request.c.call_id, _request.c.run_id, _request.c.fn, _request.c.comment)
+        query = query.where(sa.or_(*(c.ilike(pattern) for c in (*columns, _request.c.response))))
+    rows = (await conn.execute(query)).all()
+    return [(_as_request(row), str(row.project_name)) for row in rows]
+
+
+def _as_request(row: sa.Row[object]) -> Request:
+    values = dict(row._mapping)
+    values.pop("project_name")
+    return Request(**values)
+
+
+async def project_name(conn: AsyncConnection, project_id: int) -> str | None:
+    query = sa.select(_project.c.name).where(_project.c.id == project_id)
+    name = (await conn.execute(query)).scalar_one_or_none()
+    return None if name is None else str(name)
+
+
+async def last_delivery_errors(conn: AsyncConnection) -> dict[str, tuple[str, datetime]]:
+    """Each channel's most recent failed delivery: its error and when."""
+    query = (
+        sa.select(_delivery.c.channel, _delivery.c.error, _delivery.c.updated_at)
+        .where(_delivery.c.status == "failed")
+        .order_by(_delivery.c.updated_at.desc())
+        .limit(500)
+    )
+    latest: dict[str, tuple[str, datetime]] = {}
+    for channel, error, at in (await conn.execute(query)).all():
+        latest.setdefault(str(channel), (str(error or ""), at))
+    return latest
+
+
+async def webhook_jobs(
+    conn: AsyncConnection, project_ids: Sequence[int] | None, limit: int = 200
+) -> list[OutboxJob]:
+    """Recent webhook deliveries (outbox jobs), newest first."""
+    query = sa.select(_job).where(_job.c.kind == "webhook").order_by(_job.c.id.desc()).limit(limit)
+    if project_ids is not None:
+        query = query.where(_job.c.project_id.in_(project_ids))
+    return [OutboxJob(**row._mapping) for row in (await conn.execute(query)).all()]
+
+
+async def project_ids(conn: AsyncConnection, names: Sequence[str]) -> list[int]:
+    query = sa.select(_project.c.id).where(_project.c.name.in_(names))
+    return [int(value) for value in (await conn.execute(query)).scalars()]

@@ -1,0 +1,28 @@
+// Live updates: when the server says something changed, re-fetch this page's live part.
+(function () {
+  "use strict";
+  var live = document.getElementById("live");
+  if (!live || !window.EventSource || !live.hasAttribute("data-live")) return;
+  var timer = null;
+  function refresh() {
+    var url = new URL(window.location.href);
+    url.searchParams.set("partial", "1");
+    url.searchParams.delete("notice");
+    fetch(url, { credentials: "same-origin", headers: { Accept: "text/html" } })
+      .then(function (response) { return response.ok ? response.text() : null; })
+      .then(function (html) {
+        if (html === null) return;
+        live.innerHTML = html;
+        var state = live.querySelector("[data-status]");
+        var actions = document.querySelector("[data-actions]");
+        if (state && actions && state.getAttribute("data-status") !== "pending") {
+          actions.hidden = true; // decided elsewhere: the buttons would only be refused
+        }
+      });
+  }
+  var source = new EventSource("/console/events");
+  source.addEventListener("changed", function () {
+    clearTimeout(timer);
+    timer = setTimeout(refresh, 50);
+  });
+})();

@@ -94,6 +94,30 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         print(line(row))
 
 
+def print_latencies(baseline: Any, phases: Sequence[Any]) -> None:
+    """p50/p99 of each phase (anything with .label and .latencies) and its ratio to the
+    baseline's."""
+    base50 = percentile(baseline.latencies, 50)
+    base99 = percentile(baseline.latencies, 99)
+    rows = []
+    for phase in (baseline, *phases):
+        p50 = percentile(phase.latencies, 50)
+        p99 = percentile(phase.latencies, 99)
+        label = phase.label + (" (cut short)" if getattr(phase, "cut_short", False) else "")
+        rows.append(
+            [
+                label,
+                len(phase.latencies),
+                fmt(ms(p50)),
+                fmt(ms(p99)),
+                ratio(p50, base50),
+                ratio(p99, base99),
+            ]
+        )
+    print()
+    print_table(["measurement", "n", "p50 ms", "p99 ms", "p50 vs base", "p99 vs base"], rows)
+
+
 def print_machine(title: str) -> None:
     cores = os.cpu_count() or 0
     print(f"== {title} ==")

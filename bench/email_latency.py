@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import common
 from bench.decision_latency import Phase, baseline_round_trips
-from tests.email.helpers import ALICE, reply, sent_for
+from tests.email.helpers import ALICE, email_env, reply, sent_for
 from tests.services.dovecot import ThrowawayDovecot, find_dovecot
 from tests.services.gateway_process import GatewayProcess
 from tests.services.smtp_sink import SmtpSink, SunkMessage
@@ -40,21 +40,8 @@ Deliver = Callable[[bytes, str], Awaitable[None]]
 
 
 def gateway_env(sink: SmtpSink, dovecot: ThrowawayDovecot) -> dict[str, str]:
-    return {
-        "SMTP_HOST": sink.host,
-        "SMTP_PORT": str(sink.port),
-        "SMTP_USERNAME": sink.username,
-        "SMTP_PASSWORD": sink.password,
-        "SMTP_SECURITY": "starttls",
-        "SMTP_CA_FILE": str(sink.cert_path),
-        "EMAIL_FROM": "Approvals <approvals@example.test>",
-        "EMAIL_REPLY_TO": dovecot.address,
+    return email_env(sink, dovecot, dovecot.user, dovecot.password) | {
         "EMAIL_INBOUND_SECRET": INBOUND_SECRET,
-        "IMAP_HOST": dovecot.host,
-        "IMAP_PORT": str(dovecot.imap_port),
-        "IMAP_USERNAME": dovecot.user,
-        "IMAP_PASSWORD": dovecot.password,
-        "IMAP_SECURITY": "none",
         "GATEWAY_LOG_LEVEL": "warning",
     }
 
@@ -205,24 +192,7 @@ def main() -> int:
         phases = [idle_alone, *asyncio.run(measure(dovecot))]
     finally:
         dovecot.close()
-    base50 = common.percentile(baseline.latencies, 50)
-    base99 = common.percentile(baseline.latencies, 99)
-    rows = []
-    for phase in (baseline, *phases):
-        p50 = common.percentile(phase.latencies, 50)
-        p99 = common.percentile(phase.latencies, 99)
-        rows.append(
-            [
-                phase.label + (" (cut short)" if phase.cut_short else ""),
-                len(phase.latencies),
-                common.fmt(common.ms(p50)),
-                common.fmt(common.ms(p99)),
-                common.ratio(p50, base50),
-                common.ratio(p99, base99),
-            ]
-        )
-    print()
-    common.print_table(["measurement", "n", "p50 ms", "p99 ms", "p50 vs base", "p99 vs base"], rows)
+    common.print_latencies(baseline, phases)
     print("\nFrom the reply leaving the mail server (or the HTTP client) to the waiter's answer.")
     return 0
 

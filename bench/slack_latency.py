@@ -111,24 +111,7 @@ def main() -> int:
     with common.baseline_server() as server:
         baseline = asyncio.run(baseline_round_trips(server))
     slack = asyncio.run(measure())
-    base50 = common.percentile(baseline.latencies, 50)
-    base99 = common.percentile(baseline.latencies, 99)
-    rows = []
-    for phase in (baseline, slack):
-        p50 = common.percentile(phase.latencies, 50)
-        p99 = common.percentile(phase.latencies, 99)
-        rows.append(
-            [
-                phase.label,
-                len(phase.latencies),
-                common.fmt(common.ms(p50)),
-                common.fmt(common.ms(p99)),
-                common.ratio(p50, base50),
-                common.ratio(p99, base99),
-            ]
-        )
-    print()
-    common.print_table(["measurement", "n", "p50 ms", "p99 ms", "p50 vs base", "p99 vs base"], rows)
+    common.print_latencies(baseline, [slack])
     print("\nFrom the signed click leaving the client to the waiter's answer arriving.")
     return 0
 

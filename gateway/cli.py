@@ -35,6 +35,7 @@ from gateway.store.tables import Request
 from gateway.webhook_test import send_test_event
 from gateway.webhooks import add_endpoint
 
+SHUTDOWN_GRACE_SECONDS = 5  # then open console streams (server-sent events) are cut
 Command = Callable[[Core, argparse.Namespace], Awaitable[int]]
 
 
@@ -61,7 +62,11 @@ def serve(settings: Settings, args: argparse.Namespace) -> int:
     _with_core(_first_start)(settings, args)  # its own event loop, before uvicorn's
     print(f"hitl-gateway listening on http://{host}:{port}", flush=True)
     uvicorn.run(
-        create_app(build_core(settings)), host=host, port=port, log_level=settings.log_level.lower()
+        create_app(build_core(settings)),
+        host=host,
+        port=port,
+        log_level=settings.log_level.lower(),
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
     )
     return 0
 

@@ -70,6 +70,22 @@ def _message(core: Core, viewer: Viewer | None, status: int, title: str, text: s
     )
 
 
+async def _signed_in_form(core: Core, request: Request) -> tuple[Viewer, dict[str, str]] | Response:
+    """A POST's signed-in person and form fields, or the refusal to send instead."""
+    viewer = viewer_of(core, request)
+    form = await _form(request)
+    if viewer is None:
+        return _message(core, None, 401, "Signed out", "Sign in again, then try once more.")
+    if not csrf_ok(core, viewer.sid, form.get("csrf")):
+        return _refused(core, viewer)
+    return viewer, form
+
+
+def _refused(core: Core, viewer: Viewer | None) -> Response:
+    text = "The form's CSRF token is missing or wrong; reload the page and try again."
+    return _message(core, viewer, 403, "Refused", text)
+
+
 def _csrf(core: Core, viewer: Viewer | None) -> str:
     return csrf_token(core, viewer.sid) if viewer else ""
 
@@ -144,7 +160,7 @@ async def logout(request: Request) -> Response:
     viewer = viewer_of(core, request)
     form = await _form(request)
     if viewer is not None and not csrf_ok(core, viewer.sid, form.get("csrf")):
-        return _message(core, viewer, 403, "Refused", "The form's CSRF token is missing or wrong.")
+        return _refused(core, viewer)
     response = RedirectResponse("/console/login", status_code=303)
     end_session(response)
     return response
@@ -245,12 +261,10 @@ async def request_page(request: Request, rid: str) -> Response:
 @router.post("/console/requests/{rid}")
 async def decide_page(request: Request, rid: str) -> Response:
     core = _core(request)
-    viewer = viewer_of(core, request)
-    form = await _form(request)
-    if viewer is None:
-        return _message(core, None, 401, "Signed out", "Sign in again, then answer the request.")
-    if not csrf_ok(core, viewer.sid, form.get("csrf")):
-        return _message(core, viewer, 403, "Refused", "The form's CSRF token is missing or wrong.")
+    checked = await _signed_in_form(core, request)
+    if isinstance(checked, Response):
+        return checked
+    viewer, form = checked
     found = await _visible(core, viewer, rid)
     if found is None:
         return _message(core, viewer, 404, "Not found", "There is no such request here.")
@@ -313,7 +327,7 @@ async def decide_by_link(request: Request, rid: str) -> Response:
     if isinstance(holder, str):
         return _message(core, None, 403, "Link refused", holder)
     if not csrf_ok(core, holder.sid, form.get("csrf")):
-        return _message(core, None, 403, "Refused", "The form's CSRF token is missing or wrong.")
+        return _refused(core, None)
     outcome = await actions.decide(core, rid, form, holder)
     if outcome.ok:
         query = urllib.parse.urlencode({"t": token, "notice": outcome.text})
@@ -348,12 +362,10 @@ async def webhooks_page(request: Request) -> Response:
 @router.post("/console/webhooks/jobs/{job_id}/redeliver")
 async def redeliver(request: Request, job_id: int) -> Response:
     core = _core(request)
-    viewer = viewer_of(core, request)
-    form = await _form(request)
-    if viewer is None:
-        return _message(core, None, 401, "Signed out", "Sign in again.")
-    if not csrf_ok(core, viewer.sid, form.get("csrf")):
-        return _message(core, viewer, 403, "Refused", "The form's CSRF token is missing or wrong.")
+    checked = await _signed_in_form(core, request)
+    if isinstance(checked, Response):
+        return checked
+    viewer, _form_fields = checked
     async with core.db.write() as conn:
         job = await outbox_store.get_job(conn, job_id)
         project = (

@@ -58,6 +58,27 @@ def email_settings(
     return EmailSettings(_env_file=None, **(values | overrides))  # type: ignore[call-arg]
 
 
+def email_env(
+    sink: SmtpSink, dovecot: ThrowawayDovecot, user: str, password: str
+) -> dict[str, str]:
+    """The same settings as environment variables, for a `gateway` subprocess."""
+    return {
+        "SMTP_HOST": sink.host,
+        "SMTP_PORT": str(sink.port),
+        "SMTP_USERNAME": sink.username,
+        "SMTP_PASSWORD": sink.password,
+        "SMTP_SECURITY": "starttls",
+        "SMTP_CA_FILE": str(sink.cert_path),
+        "EMAIL_FROM": "Approvals <approvals@example.test>",
+        "EMAIL_REPLY_TO": dovecot.address_of(user),
+        "IMAP_HOST": dovecot.host,
+        "IMAP_PORT": str(dovecot.imap_port),
+        "IMAP_USERNAME": user,
+        "IMAP_PASSWORD": password,
+        "IMAP_SECURITY": "none",
+    }
+
+
 @asynccontextmanager
 async def email_gateway(
     tmp_path: Path, settings: EmailSettings, **gateway_settings: Any

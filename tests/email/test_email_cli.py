@@ -2,29 +2,14 @@
 
 from __future__ import annotations
 
-from tests.email.helpers import new_mailbox
+from tests.email.helpers import email_env, new_mailbox
 from tests.services.dovecot import ThrowawayDovecot
 from tests.services.smtp_sink import SmtpSink
 from tests.test_cli import Cli, cli  # noqa: F401  (the fixture)
 
 
-def email_env(sink: SmtpSink, dovecot: ThrowawayDovecot, **overrides: str) -> dict[str, str]:
-    user, password = new_mailbox(dovecot)
-    env = {
-        "SMTP_HOST": sink.host,
-        "SMTP_PORT": str(sink.port),
-        "SMTP_USERNAME": sink.username,
-        "SMTP_PASSWORD": sink.password,
-        "SMTP_SECURITY": "starttls",
-        "SMTP_CA_FILE": str(sink.cert_path),
-        "EMAIL_FROM": "Approvals <approvals@example.test>",
-        "IMAP_HOST": dovecot.host,
-        "IMAP_PORT": str(dovecot.imap_port),
-        "IMAP_USERNAME": user,
-        "IMAP_PASSWORD": password,
-        "IMAP_SECURITY": "none",
-    }
-    return env | overrides
+def env_for(sink: SmtpSink, dovecot: ThrowawayDovecot, **overrides: str) -> dict[str, str]:
+    return email_env(sink, dovecot, *new_mailbox(dovecot)) | overrides
 
 
 async def test_check_signs_in_to_smtp_and_imap(
@@ -33,7 +18,7 @@ async def test_check_signs_in_to_smtp_and_imap(
     dovecot: ThrowawayDovecot,
 ) -> None:
     assert (await cli("db", "upgrade")).returncode == 0
-    env = email_env(smtp_sink, dovecot)
+    env = env_for(smtp_sink, dovecot)
 
     checked = await cli("check", **env)
 
@@ -50,8 +35,8 @@ async def test_check_names_the_server_that_refused_and_hides_the_password(
     dovecot: ThrowawayDovecot,
 ) -> None:
     assert (await cli("db", "upgrade")).returncode == 0
-    bad_smtp = email_env(smtp_sink, dovecot, SMTP_PASSWORD="wrong-smtp-pass")
-    bad_imap = email_env(smtp_sink, dovecot, IMAP_PASSWORD="wrong-imap-pass")
+    bad_smtp = env_for(smtp_sink, dovecot, SMTP_PASSWORD="wrong-smtp-pass")
+    bad_imap = env_for(smtp_sink, dovecot, IMAP_PASSWORD="wrong-imap-pass")
 
     smtp_refused = await cli("check", **bad_smtp)
     imap_refused = await cli("check", **bad_imap)

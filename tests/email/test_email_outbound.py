@@ -5,9 +5,19 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import httpx
+
 from channels.email import tokens
 from channels.email.channel import KEY_PURPOSE
-from tests.email.helpers import ALICE, BOB, create, email_gateway, email_settings, sent_for
+from tests.email.helpers import (
+    ALICE,
+    BOB,
+    create,
+    email_gateway,
+    email_settings,
+    sent_for,
+    status,
+)
 from tests.helpers import events, eventually, outbox_idle
 from tests.services.smtp_sink import SmtpSink
 
@@ -156,3 +166,27 @@ async def test_escalating_a_request_without_an_email_address_is_a_clear_422(
         )
     assert response.status_code == 422
     assert "give escalation.channel.email.address" in response.text
+
+
+async def test_the_emails_link_lets_its_recipient_decide_from_the_page_only_by_post(
+    tmp_path: Path, smtp_sink: SmtpSink
+) -> None:
+    async with email_gateway(tmp_path, email_settings(smtp_sink), public_url="http://gw") as gw:
+        await create(gw, "link-1")
+        (sunk,) = sent_for(smtp_sink, "link-1")
+        text = sunk.message.get_body(("plain",)).get_content()  # type: ignore[union-attr]
+        found = re.search(r"http://gw(/r/[\w-]+\?t=[\w.-]+)", text)
+        assert found is not None, text
+        async with httpx.AsyncClient(base_url=gw.base_url) as recipient:
+            page = await recipient.get(found.group(1))  # what a link scanner does
+            still_pending = (await status(gw, "link-1"))["approved"]
+            csrf = re.search(r'name="csrf" value="([^"]+)"', page.text)
+            assert csrf is not None, page.text
+            token = found.group(1).split("?t=", 1)[1]
+            form = {"t": token, "csrf": csrf.group(1), "action": "approve"}
+            decided = await recipient.post(found.group(1).split("?")[0], data=form)
+        result = await status(gw, "link-1")
+    assert page.status_code == 200 and still_pending is None
+    assert decided.status_code == 303, decided.text
+    assert result["approved"] is True
+    assert result["user_info"] == {"channel": "web", "name": ALICE, "email": ALICE}

@@ -16,6 +16,7 @@ import httpx
 from tests.services.net import free_port
 
 KEY_LINE = re.compile(r"export HUMANLAYER_API_KEY=(\S+)")
+CONSOLE_LINE = re.compile(r"^\s+(http\S+/console/link/\S+)")
 
 
 class GatewayProcess:
@@ -33,6 +34,7 @@ class GatewayProcess:
         }
         self.proc: subprocess.Popen[str] | None = None
         self.api_key: str | None = None
+        self.console_link: str | None = None
         self.output: list[str] = []
         self._reader: threading.Thread | None = None
 
@@ -69,6 +71,8 @@ class GatewayProcess:
             match = KEY_LINE.search(line)
             if match:
                 self.api_key = match.group(1)
+            if found := CONSOLE_LINE.search(line):
+                self.console_link = found.group(1)
             if "listening on" in line:
                 ready.set()
 

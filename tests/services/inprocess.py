@@ -67,7 +67,12 @@ async def running_gateway(
     core.channels = {**core.channels, **(channels or {})}
     port = free_port()
     config = uvicorn.Config(
-        create_app(core), host="127.0.0.1", port=port, log_level="warning", lifespan="on"
+        create_app(core),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        lifespan="on",
+        timeout_graceful_shutdown=2,  # an open console page's event stream ends with the test
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())

@@ -170,3 +170,5 @@ class EmailChannel:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._watching
             self._watching = None
+        if self.inbox is not None:
+            await self.inbox.settled()

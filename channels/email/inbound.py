@@ -8,6 +8,7 @@ who wrote gets one threaded answer: a confirmation, or why nothing changed.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
@@ -72,6 +73,7 @@ class Inbox:
         self.settings = settings
         self.key = key
         self.send = send
+        self._answers: set[asyncio.Task[None]] = set()
 
     async def receive(self, raw: bytes) -> Outcome:
         """Handle one raw message; returns once any decision it made has committed."""
@@ -154,12 +156,23 @@ class Inbox:
         return Outcome("refused", why, row.rid)
 
     async def _tell(self, original: EmailMessage, to: str, rid: str, text: str) -> None:
-        """One threaded answer; best effort, since the decision (if any) is already stored."""
+        """One threaded answer, sent in the background: the decision is stored already, and
+        the agent's long-poll should not wait on an SMTP round trip (best effort)."""
         answer = compose.reply_to(original, to, text, self.settings, self.key, rid)
+        task = asyncio.create_task(self._send_answer(answer, to), name="email-answer")
+        self._answers.add(task)
+        task.add_done_callback(self._answers.discard)
+
+    async def _send_answer(self, answer: EmailMessage, to: str) -> None:
         try:
             await self.send(answer, [to])
         except Exception as error:
             log.warning("email: could not answer %s: %s", to, error)
+
+    async def settled(self) -> None:
+        """Until the answers on their way are sent (each is bounded by the SMTP timeout)."""
+        while self._answers:
+            await asyncio.gather(*self._answers, return_exceptions=True)
 
     async def _reload(self, row: Request) -> Request:
         async with self.core.db.read() as conn:

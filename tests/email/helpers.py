@@ -172,3 +172,10 @@ async def decided(gateway: RunningGateway, call_id: str, contact: bool = False) 
     assert response.status_code == 200, response.text
     result: dict[str, Any] = response.json()["status"]
     return result
+
+
+async def answers_sent(gateway: RunningGateway) -> None:
+    """Until the threaded answers the email pipeline sends in the background are out."""
+    channel = gateway.core.channels["email"]
+    assert isinstance(channel, EmailChannel) and channel.inbox is not None
+    await channel.inbox.settled()

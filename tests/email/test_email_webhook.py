@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from tests.email.helpers import (
+    answers_sent,
     create,
     email_gateway,
     email_settings,
@@ -56,6 +57,7 @@ async def test_a_posted_reply_decides_and_a_second_post_is_a_duplicate(
     result = await status(gateway, "posted")
     assert result["approved"] is False
     assert result["comment"] == "not on a Friday"
+    await answers_sent(gateway)
     audit = [e["type"] for e in (await events(gateway, "posted"))["events"]]
     assert audit.count("decided") == 1
     assert len(smtp_sink.messages) == 2  # the request and one confirmation

@@ -21,7 +21,9 @@ from gateway.errors import GatewayError, InvalidInput
 from gateway.models import FunctionCallStatusIn, HumanContactStatusIn
 from gateway.store.tables import Request
 
-VERBS = ("approve", "reject", "option", "answer")
+# Each kind takes only its own verbs: a function call is never rejected without a reason.
+CALL_VERBS = ("approve", "reject", "option")
+ANSWER_VERBS = ("answer", "option")
 
 
 @dataclass(frozen=True)
@@ -45,19 +47,22 @@ async def decide(core: Core, rid: str, form: dict[str, str], viewer: Viewer) -> 
 
 def _decision(row: Request, form: dict[str, str], viewer: Viewer) -> Decision:
     verb = form.get("action", "")
-    if verb not in VERBS:
-        raise InvalidInput(f"unknown action {verb!r}; use one of {', '.join(VERBS)}")
+    allowed = ANSWER_VERBS if row.kind == "human_contact" else CALL_VERBS
+    if verb not in allowed:
+        raise InvalidInput(f"unknown action {verb!r}; use one of {', '.join(allowed)}")
     text = (form.get("reason") or form.get("answer") or "").strip() or None
     option = form.get("option") or None
-    who = viewer.user_info
-    if row.kind == "human_contact":
-        if verb == "answer" and text is None:
-            raise InvalidInput("type an answer first")
-        answer = HumanContactStatusIn(response=text, response_option_name=option)
-        return human_contact_decision(row, answer, who)
-    if verb == "approve":
-        return function_call_decision(row, FunctionCallStatusIn(approved=True, comment=text), who)
+    if verb == "option" and option is None:
+        raise InvalidInput("choose an option")
     if verb == "reject" and text is None:
         raise InvalidInput("give a reason to reject")
-    body = FunctionCallStatusIn(approved=False, comment=text, reject_option_name=option)
+    if verb == "answer" and text is None:
+        raise InvalidInput("type an answer first")
+    who = viewer.user_info
+    if row.kind == "human_contact":
+        answer = HumanContactStatusIn(response=text, response_option_name=option)
+        return human_contact_decision(row, answer, who)
+    body = FunctionCallStatusIn(approved=verb == "approve", comment=text)
+    if verb == "option":
+        body = FunctionCallStatusIn(approved=False, comment=text, reject_option_name=option)
     return function_call_decision(row, body, who)

@@ -25,6 +25,15 @@ _env = jinja2.Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
+ARGS_PREVIEW = 120  # characters of kwargs shown under a queue row's function name
+
+
+def when(iso: str) -> str:
+    """An ISO timestamp as a person reads it: `2026-11-23 02:53:45 UTC`."""
+    return datetime.fromisoformat(iso).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+_env.filters["when"] = when
 
 
 def page(name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
@@ -53,6 +62,18 @@ def channels_of(row: Request) -> list[str]:
     return sorted({str(target["channel"]) for target in json.loads(row.route_json)})
 
 
+def args_line(kwargs: dict[str, Any]) -> str:
+    """`service=billing-api, replicas=6, image={…}`: enough to tell calls apart in a list."""
+    line = ", ".join(f"{key}={_short(value)}" for key, value in kwargs.items())
+    return line if len(line) <= ARGS_PREVIEW else line[: ARGS_PREVIEW - 1] + "…"
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, str | int | float):
+        return str(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
 def summary(row: Request, project: str) -> dict[str, Any]:
     """One row of the queue or the history."""
     spec = json.loads(row.spec_json)
@@ -63,6 +84,7 @@ def summary(row: Request, project: str) -> dict[str, Any]:
         "project": project,
         "kind": row.kind,
         "what": row.fn if row.kind == "function_call" else str(spec.get("msg", ""))[:140],
+        "args": args_line(spec.get("kwargs") or {}) if row.kind == "function_call" else "",
         "run_id": row.run_id,
         "channels": channels_of(row),
         "age": age(row.requested_at),

@@ -21,6 +21,8 @@
       });
   }
   var source = new EventSource("/console/events");
+  // A change made between this page's render and the stream's (re)connection sent no event.
+  source.addEventListener("open", refresh);
   source.addEventListener("changed", function () {
     clearTimeout(timer);
     timer = setTimeout(refresh, 50);

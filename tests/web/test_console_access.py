@@ -573,6 +573,13 @@ async def test_a_request_link_shows_on_get_and_decides_on_post(gateway: RunningG
         assert after.status_code == 200 and 'data-status="approved"' in after.text
         assert not scanner.cookies.get(COOKIE)  # a link is no session
 
+        # The same link used again (a forwarded copy, a second tab) decides nothing more.
+        again = await scanner.post(
+            f"/r/{rid}", data={"t": token, "csrf": csrf, "action": "reject", "reason": "late"}
+        )
+        assert again.status_code == 409, again.text
+        assert "already approved" in again.text
+
     got = await api_fc(gateway, "link-1")
     assert got["status"]["approved"] is True
     assert got["status"]["user_info"] == {"channel": "web", "name": ALICE, "email": ALICE}

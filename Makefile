@@ -47,6 +47,7 @@ bench: dev
 	$(BIN)/python bench/intake.py
 	$(BIN)/python bench/decision_latency.py
 	$(BIN)/python bench/slack_latency.py
+	$(BIN)/python bench/discord_latency.py
 	$(BIN)/python bench/email_latency.py
 
 clean:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import ssl
 from email.message import EmailMessage
 
@@ -14,9 +15,16 @@ TIMEOUT_SECONDS = 30
 
 
 def tls_context(ca_file: object) -> ssl.SSLContext:
+    return _tls_context(None if ca_file is None else str(ca_file))
+
+
+# Built once: loading the system CA bundle takes ~30 ms of CPU, which would stall the event
+# loop on every email sent. A context is safe to share between connections.
+@functools.cache
+def _tls_context(ca_file: str | None) -> ssl.SSLContext:
     context = ssl.create_default_context()
     if ca_file is not None:
-        context.load_verify_locations(cafile=str(ca_file))
+        context.load_verify_locations(cafile=ca_file)
     return context
 
 

@@ -1,0 +1,126 @@
+"""Discord click -> the clicker's message update, and -> the long-poll waiter, p50/p99,
+against a bare ASGI round trip.
+
+The gateway runs as `gateway serve` in a subprocess; its discord.py bot is logged in to a fake
+Discord (REST + gateway websocket) on 127.0.0.1. Each click is an INTERACTION_CREATE pushed
+over the websocket; the bot's interaction callback (the updated message the clicker sees) is
+recorded by the fake. Bounded: at most N clicks or PHASE_LIMIT s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import common
+from bench.decision_latency import Phase, baseline_round_trips
+from tests.fakes.discord import FakeDiscord
+from tests.services.gateway_process import GatewayProcess
+
+N = 200
+WARMUP = 5
+PHASE_LIMIT = 20.0
+SETTLE = 0.1  # let the waiter register, so this measures the wake-up path
+CHANNEL = "500000000000000001"
+CLICKER = "600000000000000001"
+
+
+async def posted_message(fake: FakeDiscord, call_id: str) -> dict[str, Any]:
+    """The message the bot posted for `call_id` (its embed footer names the call)."""
+    marker = f"call {call_id}"
+
+    def find() -> dict[str, Any] | None:
+        for message in fake.messages.values():
+            footer = ((message.get("embeds") or [{}])[0].get("footer") or {}).get("text", "")
+            if marker in str(footer):
+                return message
+        return None
+
+    await fake.wait_for_call(lambda _call: find() is not None)
+    message = find()
+    assert message is not None
+    return message
+
+
+async def finished_at(awaitable: Any) -> float:
+    await awaitable
+    return time.perf_counter()
+
+
+async def one_click(api: httpx.AsyncClient, fake: FakeDiscord, index: int) -> tuple[float, float]:
+    """(click -> interaction callback, click -> long-poll answer), in seconds."""
+    call_id = f"discord-{index}"
+    spec = {"fn": "deploy", "kwargs": {"n": index}, "channel": {"discord": {"channel_id": CHANNEL}}}
+    created = await api.post(
+        "/function_calls", json={"run_id": "b", "call_id": call_id, "spec": spec}
+    )
+    created.raise_for_status()
+    message = await posted_message(fake, call_id)
+    rid = message["components"][0]["components"][0]["custom_id"].rsplit(":", 1)[1]
+    waiter = asyncio.create_task(api.get(f"/function_calls/{call_id}", params={"wait": 30}))
+    await asyncio.sleep(SETTLE)
+    started = time.perf_counter()
+    clicked = await fake.click(f"gw:approve:{rid}", message_id=message["id"], user_id=CLICKER)
+    callback_at, answer_at = await asyncio.gather(
+        finished_at(fake.wait_for_callback(clicked)), finished_at(waiter)
+    )
+    answer = waiter.result()
+    if answer.json()["status"]["approved"] is not True:
+        raise RuntimeError(f"{call_id} was not approved: {answer.text[:200]}")
+    return callback_at - started, answer_at - started
+
+
+async def measure() -> list[Phase]:
+    callback = Phase("SQLite: Discord click -> message update to the clicker")
+    answer = Phase("SQLite: Discord click -> long-poll answer")
+    async with FakeDiscord() as fake:
+        with tempfile.TemporaryDirectory(prefix="gw-bench-discord-") as tmp:
+            env = {
+                "DISCORD_BOT_TOKEN": FakeDiscord.TOKEN,
+                "DISCORD_API_URL": fake.api_url,
+                "DISCORD_GATEWAY_URL": fake.gateway_url,
+                "GATEWAY_LOG_LEVEL": "warning",
+            }
+            process = await asyncio.to_thread(GatewayProcess(Path(tmp), env).start)
+            try:
+                await fake.wait_ready(timeout=30)
+                headers = {"Authorization": f"Bearer {process.api_key}"}
+                async with httpx.AsyncClient(
+                    base_url=process.api_base, headers=headers, timeout=40
+                ) as api:
+                    deadline = time.monotonic() + PHASE_LIMIT
+                    for index in range(WARMUP + N):
+                        if time.monotonic() >= deadline:
+                            callback.cut_short = answer.cut_short = True
+                            break
+                        to_callback, to_answer = await one_click(api, fake, index)
+                        if index >= WARMUP:
+                            callback.latencies.append(to_callback)
+                            answer.latencies.append(to_answer)
+            finally:
+                await asyncio.to_thread(process.stop)
+    print(f"  {answer.label}: {len(answer.latencies)} measured", flush=True)
+    return [callback, answer]
+
+
+def main() -> int:
+    common.print_machine("Discord click -> message update and long-poll waiter")
+    with common.baseline_server() as server:
+        baseline = asyncio.run(baseline_round_trips(server))
+    phases = asyncio.run(measure())
+    common.print_latencies(baseline, phases)
+    print("\nFrom the INTERACTION_CREATE leaving the fake's websocket to the bot's callback")
+    print("(Discord allows 3 s) and to the waiter's answer arriving.")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

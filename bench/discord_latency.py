@@ -24,25 +24,20 @@ from bench import common
 from bench.decision_latency import Phase, baseline_round_trips
 from tests.fakes.discord import FakeDiscord
 from tests.services.gateway_process import GatewayProcess
+from tests.test_discord import ALICE, CHANNEL, custom_ids, footer_text
 
 N = 200
 WARMUP = 5
 PHASE_LIMIT = 20.0
 SETTLE = 0.1  # let the waiter register, so this measures the wake-up path
-CHANNEL = "500000000000000001"
-CLICKER = "600000000000000001"
 
 
 async def posted_message(fake: FakeDiscord, call_id: str) -> dict[str, Any]:
     """The message the bot posted for `call_id` (its embed footer names the call)."""
-    marker = f"call {call_id}"
 
     def find() -> dict[str, Any] | None:
-        for message in fake.messages.values():
-            footer = ((message.get("embeds") or [{}])[0].get("footer") or {}).get("text", "")
-            if marker in str(footer):
-                return message
-        return None
+        marker = f"call {call_id}"
+        return next((m for m in fake.messages.values() if marker in footer_text(m)), None)
 
     await fake.wait_for_call(lambda _call: find() is not None)
     message = find()
@@ -64,11 +59,11 @@ async def one_click(api: httpx.AsyncClient, fake: FakeDiscord, index: int) -> tu
     )
     created.raise_for_status()
     message = await posted_message(fake, call_id)
-    rid = message["components"][0]["components"][0]["custom_id"].rsplit(":", 1)[1]
+    rid = custom_ids(message)[0].rsplit(":", 1)[1]
     waiter = asyncio.create_task(api.get(f"/function_calls/{call_id}", params={"wait": 30}))
     await asyncio.sleep(SETTLE)
     started = time.perf_counter()
-    clicked = await fake.click(f"gw:approve:{rid}", message_id=message["id"], user_id=CLICKER)
+    clicked = await fake.click(f"gw:approve:{rid}", message_id=message["id"], user_id=ALICE)
     callback_at, answer_at = await asyncio.gather(
         finished_at(fake.wait_for_callback(clicked)), finished_at(waiter)
     )

@@ -102,12 +102,13 @@ async def create(
     async with gateway.core.db.read() as conn:
         row = await request_store.get_by_call_id(conn, 1, call_id)
     assert row is not None
-    posted = [m for m in fake.messages.values() if f"call {call_id}" in _footer(m)]
+    posted = [m for m in fake.messages.values() if f"call {call_id}" in footer_text(m)]
     assert len(posted) == 1, f"expected one message for {call_id}, got {len(posted)}"
     return row.rid, posted[0]
 
 
-def _footer(message: dict[str, Any]) -> str:
+def footer_text(message: dict[str, Any]) -> str:
+    """The embed footer, which names the call (`call <call_id>`)."""
     return str(((message.get("embeds") or [{}])[0].get("footer") or {}).get("text", ""))
 
 

@@ -62,7 +62,6 @@ def _decision(row: Request, form: dict[str, str], viewer: Viewer) -> Decision:
     if row.kind == "human_contact":
         answer = HumanContactStatusIn(response=text, response_option_name=option)
         return human_contact_decision(row, answer, who)
-    body = FunctionCallStatusIn(approved=verb == "approve", comment=text)
-    if verb == "option":
-        body = FunctionCallStatusIn(approved=False, comment=text, reject_option_name=option)
+    chosen = option if verb == "option" else None
+    body = FunctionCallStatusIn(approved=verb == "approve", comment=text, reject_option_name=chosen)
     return function_call_decision(row, body, who)

@@ -45,7 +45,7 @@ from gateway.store.tables import OutboxJob
 from gateway.webhooks import add_endpoint
 from tests.helpers import eventually
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings, write_config
-from tests.services.receiver import WebhookReceiver
+from tests.services.receiver import Received, WebhookReceiver
 from tests.test_cli import Cli, Result, cli  # noqa: F401  (the fixture)
 
 ALICE = "alice@example.org"
@@ -192,6 +192,19 @@ async def _project_id(gateway: RunningGateway, name: str) -> int:
     return project.id
 
 
+async def decided_with_a_webhook(
+    gateway: RunningGateway, receiver: WebhookReceiver, call_id: str
+) -> tuple[OutboxJob, Received]:
+    """A call approved through the API in project "default", whose one webhook arrived."""
+    default = await _project_id(gateway, "default")
+    await add_endpoint(gateway.core, project_id=default, url=receiver.url, events=None)
+    await create_fc(gateway, call_id)
+    await api_approve(gateway, call_id)
+    [delivered] = await receiver.wait_for(1)
+    [job] = await webhook_jobs(gateway)
+    return job, delivered
+
+
 async def _job_done(gateway: RunningGateway, job_id: int) -> bool:
     async with gateway.core.db.read() as conn:
         job = await outbox_store.get_job(conn, job_id)
@@ -263,12 +276,7 @@ async def test_a_forged_session_cookie_is_signed_out(gateway: RunningGateway) ->
 async def test_signed_out_posts_are_refused_and_change_nothing(
     gateway: RunningGateway, receiver: WebhookReceiver
 ) -> None:
-    default = await _project_id(gateway, "default")
-    await add_endpoint(gateway.core, project_id=default, url=receiver.url, events=None)
-    await create_fc(gateway, "fc-hooked")
-    await api_approve(gateway, "fc-hooked")
-    await receiver.wait_for(1)
-    [job] = await webhook_jobs(gateway)
+    job, _ = await decided_with_a_webhook(gateway, receiver, "fc-hooked")
     rid = await create_fc(gateway, "fc-post-out")
 
     async with browser(gateway) as visitor:
@@ -647,12 +655,7 @@ async def test_a_request_link_without_a_token(gateway: RunningGateway) -> None:
 async def test_webhook_log_and_redeliver(
     gateway: RunningGateway, receiver: WebhookReceiver
 ) -> None:
-    default = await _project_id(gateway, "default")
-    await add_endpoint(gateway.core, project_id=default, url=receiver.url, events=None)
-    await create_fc(gateway, "hook-1")
-    await api_approve(gateway, "hook-1")
-    [first] = await receiver.wait_for(1)
-    [job] = await webhook_jobs(gateway)
+    job, first = await decided_with_a_webhook(gateway, receiver, "hook-1")
     msg_id = json.loads(job.payload_json)["msg_id"]
     job_id = job.id
     assert job_id is not None

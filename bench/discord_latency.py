@@ -22,9 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import common
 from bench.decision_latency import Phase, baseline_round_trips
+from tests.channels.discord.test_discord import ALICE, CHANNEL, custom_ids, footer_text
 from tests.fakes.discord import FakeDiscord
 from tests.services.gateway_process import GatewayProcess
-from tests.test_discord import ALICE, CHANNEL, custom_ids, footer_text
 
 N = 200
 WARMUP = 5

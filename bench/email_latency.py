@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import common
 from bench.decision_latency import Phase, baseline_round_trips
-from tests.email.helpers import ALICE, email_env, reply, sent_for
+from tests.channels.email.helpers import ALICE, email_env, reply, sent_for
 from tests.services.dovecot import ThrowawayDovecot, find_dovecot
 from tests.services.gateway_process import GatewayProcess
 from tests.services.smtp_sink import SmtpSink, SunkMessage

@@ -6,10 +6,12 @@ import asyncio
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 
 from gateway.store import Database, migrate
+from tests.factories import RequestFactory
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings
 from tests.services.net import free_port
 from tests.services.postgres import ThrowawayPostgres, createdb, dropdb, find_bindir
@@ -17,6 +19,18 @@ from tests.services.receiver import WebhookReceiver
 
 IN_CI = os.environ.get("CI") == "true"
 MIGRATED_TEMPLATE = "gw_template"
+# Every setting the gateway or a channel reads from the environment (or ./.env) starts so.
+SETTING_PREFIXES = ("GATEWAY_", "SLACK_", "DISCORD_", "SMTP_", "IMAP_", "EMAIL_")
+
+
+@pytest.fixture(autouse=True)
+def isolated_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Each test sees only the settings it sets: the developer's shell and a `.env` in the
+    repository (which `make run` writes) never change what is tested."""
+    for name in list(os.environ):
+        if name.startswith(SETTING_PREFIXES):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
 
 
 def missing_service(what: str) -> None:
@@ -87,3 +101,9 @@ async def receiver() -> AsyncIterator[WebhookReceiver]:
         yield hook
     finally:
         await hook.stop()
+
+
+@pytest.fixture
+def request_factory() -> RequestFactory:
+    """`await request_factory(gateway, "call-1", channel=..., contact=..., settle=True)`."""
+    return RequestFactory()

@@ -44,7 +44,6 @@ target = "person:alice"
 default_target = "person:bob"
 """
 
-PLATFORM_SETTINGS = ("SLACK_BOT_TOKEN", "DISCORD_BOT_TOKEN", "SMTP_HOST", "EMAIL_FROM")
 
 SLACK_MISSING = "slack is not configured: set SLACK_BOT_TOKEN"
 EMAIL_MISSING = "email is not configured: set SMTP_HOST, EMAIL_FROM"
@@ -76,13 +75,7 @@ def bob(via: str) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-async def routed(
-    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[RunningGateway]:
-    # Platform channels read os.environ and ./.env: neither may configure them here.
-    for name in PLATFORM_SETTINGS:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(tmp_path)
+async def routed(db_url: str, tmp_path: Path) -> AsyncIterator[RunningGateway]:
     config = write_config(tmp_path / "routing.toml", CONFIG)
     async with running_gateway(settings_for(db_url, config=config)) as running:
         yield running

@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.email.helpers import (
+from tests.channels.email.helpers import (
     answers_sent,
     create,
     email_gateway,

@@ -9,7 +9,7 @@ import httpx
 
 from channels.email import tokens
 from channels.email.channel import KEY_PURPOSE
-from tests.email.helpers import (
+from tests.channels.email.helpers import (
     ALICE,
     BOB,
     create,

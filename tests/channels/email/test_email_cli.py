@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.email.helpers import email_env, new_mailbox
+from tests.channels.email.helpers import email_env, new_mailbox
 from tests.services.dovecot import ThrowawayDovecot
 from tests.services.smtp_sink import SmtpSink
 from tests.test_cli import Cli, cli  # noqa: F401  (the fixture)

@@ -14,7 +14,7 @@ from pathlib import Path
 from playwright.async_api import Browser, Page, async_playwright
 
 # Git-ignored folder at the repository root where tests leave screenshots for people to look at.
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "screenshots"
+SCREENSHOTS = Path(__file__).resolve().parents[3] / "screenshots"
 
 # Running as root in a container: the setuid/namespace sandbox is unavailable, /dev/shm may be
 # small, and there is no GPU.

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gateway.store import email as email_store
-from tests.email.helpers import (
+from tests.channels.email.helpers import (
     ALICE,
     BOB,
     answers_sent,

@@ -16,9 +16,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from channels.slack.listeners import SlackListeners
 from channels.slack.socket_mode import connect, disconnect
-from tests.fakes.slack import FakeSlack
-from tests.services.inprocess import RunningGateway, running_gateway, test_settings
-from tests.test_slack import (
+from tests.channels.slack.test_slack import (
     SIGNING_SECRET,
     click,
     create,
@@ -28,6 +26,8 @@ from tests.test_slack import (
     reply,
     slack_channel,
 )
+from tests.fakes.slack import FakeSlack
+from tests.services.inprocess import RunningGateway, running_gateway, test_settings
 
 APP_TOKEN = "xapp-1-test"
 
@@ -42,7 +42,7 @@ async def fake() -> AsyncIterator[FakeSlack]:
 async def gateway(tmp_path: Path, fake: FakeSlack) -> AsyncIterator[RunningGateway]:
     settings = test_settings(f"sqlite+aiosqlite:///{tmp_path}/slack.db")
     channel = slack_channel(fake)
-    channel.fake = fake  # type: ignore[attr-defined]  # tests.test_slack.create looks here
+    channel.fake = fake  # type: ignore[attr-defined]  # tests.channels.slack.test_slack.create looks here
     async with running_gateway(settings, channels={"slack": channel}) as running:
         yield running
 

@@ -8,8 +8,8 @@ import pytest
 from aiohttp import web
 from playwright.async_api import Page, expect
 
+from tests.channels.web.browser import SCREENSHOTS, screenshot
 from tests.services.net import free_port
-from tests.web.browser import SCREENSHOTS, screenshot
 
 PAGE = """<!doctype html>
 <html>

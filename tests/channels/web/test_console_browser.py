@@ -19,8 +19,8 @@ from playwright.async_api import Browser, BrowserContext, Page, Response, Route,
 from channels.web.auth import create_sign_in_link, hash_password
 from gateway.store import projects as project_store
 from gateway.store import requests as request_store
+from tests.channels.web.browser import screenshot
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings, write_config
-from tests.web.browser import screenshot
 
 ALICE = "alice@example.org"
 ALICE_PASSWORD = "correct horse battery staple"

@@ -13,10 +13,10 @@ import pytest
 from channels.slack.channel import SlackChannel
 from channels.slack.pacing import Pacer
 from channels.slack.settings import SlackSettings
+from tests.channels.slack.test_slack import SIGNING_SECRET, click, send
 from tests.fakes.slack import FakeSlack
 from tests.helpers import eventually, outbox_idle
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings
-from tests.test_slack import SIGNING_SECRET, click, send
 
 # slack_sdk 3.47 builds aiohttp.BasicAuth for oauth.v2.access, which aiohttp now deprecates.
 pytestmark = pytest.mark.filterwarnings("ignore:BasicAuth is deprecated:DeprecationWarning")

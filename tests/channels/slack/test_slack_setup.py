@@ -46,7 +46,6 @@ async def test_check_logs_in_to_slack(
     code: int,
     expected: str,
 ) -> None:
-    monkeypatch.chdir(tmp_path)  # no stray .env
     url = f"sqlite+aiosqlite:///{tmp_path}/c.db"
     database = Database(url)
     await migrate.upgrade(database)
@@ -61,9 +60,7 @@ async def test_check_logs_in_to_slack(
 
 
 async def test_check_names_a_schema_that_is_behind(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("SLACK_BOT_TOKEN", raising=False)
     assert await run_checks(test_settings(f"sqlite+aiosqlite:///{tmp_path}/new.db")) == 1
     assert "run `gateway db upgrade`" in capsys.readouterr().out

@@ -12,9 +12,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.channels.slack.test_slack import SIGNING_SECRET, click, signed_headers
 from tests.fakes.slack import FakeSlack
 from tests.services.gateway_process import GatewayProcess
-from tests.test_slack import SIGNING_SECRET, click, signed_headers
 
 INJECTION = "<!channel> <@U123> <https://evil.example|Approve>"
 

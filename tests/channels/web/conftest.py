@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator
 import pytest
 from playwright.async_api import Browser, Page
 
+from tests.channels.web.browser import find_chromium, launched_browser
 from tests.conftest import missing_service
-from tests.web.browser import find_chromium, launched_browser
 
 
 @pytest.fixture

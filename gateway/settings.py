@@ -29,8 +29,15 @@ class Settings(BaseSettings):
     # First retry delay of a failed channel delivery; doubles per attempt, up to 5 minutes.
     channel_retry_base_seconds: float = Field(default=2.0, gt=0)
     outbox_poll_seconds: float = Field(default=1.0, gt=0)
+    # A platform connection (Discord, Slack Socket Mode, IMAP) that is not up within this
+    # many seconds is retried with backoff, up to the cap; the API never waits on it.
+    channel_connect_timeout_seconds: float = Field(default=10.0, gt=0)
+    channel_retry_cap_seconds: float = Field(default=60.0, gt=0)
+    # Earlier values of GATEWAY_SECRET_KEY, comma-separated: stored secrets sealed with them
+    # still open after a rotation, while sessions and links signed with them end.
+    previous_secret_keys: SecretStr | None = None
 
-    @field_validator("config", "secret_key", "public_url", mode="before")
+    @field_validator("config", "secret_key", "public_url", "previous_secret_keys", mode="before")
     @classmethod
     def _empty_is_unset(cls, value: object) -> object:
         return None if value == "" else value

@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.factories import RequestFactory
 from tests.services.inprocess import RunningGateway
 
 FC = "/function_calls"
@@ -74,12 +75,6 @@ async def pending_total(client: httpx.AsyncClient, path: str) -> int:
     assert response.status_code == 200, response.text
     total: int = response.json()["total"]
     return total
-
-
-async def create(client: httpx.AsyncClient, path: str, call_id: str, **spec: Any) -> Any:
-    response = await client.post(path, json=BODY[path](call_id, **spec))
-    assert response.status_code == 200, response.text
-    return response.json()
 
 
 async def assert_not_created(
@@ -185,16 +180,20 @@ async def test_wrong_type_is_422_naming_the_field(client: httpx.AsyncClient, pat
         await assert_not_created(client, path, "bad", before, field)
 
 
-async def test_respond_approved_of_wrong_type_is_422(client: httpx.AsyncClient) -> None:
-    await create(client, FC, "fc-1")
+async def test_respond_approved_of_wrong_type_is_422(
+    gateway: RunningGateway, client: httpx.AsyncClient, request_factory: RequestFactory
+) -> None:
+    await request_factory(gateway, "fc-1")
     for approved in ["maybe", "", ["true"], {"approved": True}, 2]:
         response = await client.post(RESPOND[FC].format("fc-1"), json={"approved": approved})
         assert_error(response, 422, "body.approved", "valid boolean", case=repr(approved))
         await assert_undecided(client, FC, "fc-1", repr(approved))
 
 
-async def test_respond_approved_null_or_missing_is_422(client: httpx.AsyncClient) -> None:
-    await create(client, FC, "fc-1")
+async def test_respond_approved_null_or_missing_is_422(
+    gateway: RunningGateway, client: httpx.AsyncClient, request_factory: RequestFactory
+) -> None:
+    await request_factory(gateway, "fc-1")
     for body in [{"approved": None}, {"comment": "looks fine"}, {}]:
         response = await client.post(RESPOND[FC].format("fc-1"), json=body)
         assert_error(response, 422, "approved must be true or false", case=repr(body))
@@ -285,7 +284,7 @@ async def test_unknown_team_or_person_is_422_naming_it(
 
 @BOTH
 async def test_300_character_id_is_422_mentioning_the_length(
-    client: httpx.AsyncClient, path: str
+    gateway: RunningGateway, client: httpx.AsyncClient, path: str, request_factory: RequestFactory
 ) -> None:
     before = await pending_total(client, path)
     for field in ("call_id", "run_id"):
@@ -295,7 +294,7 @@ async def test_300_character_id_is_422_mentioning_the_length(
         await assert_not_created(client, path, "bad", before, field)
         await assert_not_created(client, path, "x" * 300, before, field)
     # The limit itself is fine.
-    await create(client, path, "x" * 255)
+    await request_factory(gateway, "x" * 255, contact=path == HC)
     got = await client.get(f"{path}/{'x' * 255}")
     assert got.status_code == 200, got.text
     assert got.json()["call_id"] == "x" * 255
@@ -402,7 +401,7 @@ async def test_nul_in_free_json_is_stored_faithfully(client: httpx.AsyncClient, 
 
 @BOTH
 async def test_unusual_text_in_state_is_stored_faithfully(
-    client: httpx.AsyncClient, path: str
+    gateway: RunningGateway, client: httpx.AsyncClient, path: str, request_factory: RequestFactory
 ) -> None:
     cases = {
         "astral-and-bmp": "\U0001f600 \u00e9\u4e2d",
@@ -412,7 +411,9 @@ async def test_unusual_text_in_state_is_stored_faithfully(
         "long": "z" * 200_000,
     }
     for case, text in cases.items():
-        await create(client, path, case, state={"text": text, text[:100]: text})
+        await request_factory(
+            gateway, case, contact=path == HC, state={"text": text, text[:100]: text}
+        )
         got = await client.get(f"{path}/{case}")
         assert got.json()["spec"]["state"] == {"text": text, text[:100]: text}, case
     # A surrogate pair escape is one character, not a lone surrogate.
@@ -427,8 +428,10 @@ async def test_unusual_text_in_state_is_stored_faithfully(
 
 
 @BOTH
-async def test_nul_in_a_decision_text_is_422(client: httpx.AsyncClient, path: str) -> None:
-    await create(client, path, "dec")
+async def test_nul_in_a_decision_text_is_422(
+    gateway: RunningGateway, client: httpx.AsyncClient, path: str, request_factory: RequestFactory
+) -> None:
+    await request_factory(gateway, "dec", contact=path == HC)
     bodies = (
         [{"approved": False, "comment": "a\u0000b"}, {"approved": True, "comment": "\u0000"}]
         if path == FC
@@ -449,9 +452,11 @@ REJECT_OPTIONS = [
 ]
 
 
-async def test_unknown_reject_option_name_is_422_naming_it(client: httpx.AsyncClient) -> None:
-    await create(client, FC, "opt", reject_options=REJECT_OPTIONS)
-    await create(client, FC, "noopt")
+async def test_unknown_reject_option_name_is_422_naming_it(
+    gateway: RunningGateway, client: httpx.AsyncClient, request_factory: RequestFactory
+) -> None:
+    await request_factory(gateway, "opt", reject_options=REJECT_OPTIONS)
+    await request_factory(gateway, "noopt")
     response = await client.post(
         RESPOND[FC].format("opt"), json={"approved": False, "reject_option_name": "bogus"}
     )
@@ -469,15 +474,21 @@ async def test_unknown_reject_option_name_is_422_naming_it(client: httpx.AsyncCl
     await assert_undecided(client, FC, "opt")
 
 
-async def test_unknown_response_option_name_is_422_naming_it(client: httpx.AsyncClient) -> None:
-    await create(client, HC, "opt", response_options=[{"name": "yes"}, {"name": "no"}])
+async def test_unknown_response_option_name_is_422_naming_it(
+    gateway: RunningGateway, client: httpx.AsyncClient, request_factory: RequestFactory
+) -> None:
+    await request_factory(
+        gateway, "opt", contact=True, response_options=[{"name": "yes"}, {"name": "no"}]
+    )
     response = await client.post(RESPOND[HC].format("opt"), json={"response_option_name": "maybe"})
     assert_error(response, 422, "unknown option 'maybe'", "yes")
     await assert_undecided(client, HC, "opt")
 
 
-async def test_human_contact_respond_without_an_answer_is_422(client: httpx.AsyncClient) -> None:
-    await create(client, HC, "hc")
+async def test_human_contact_respond_without_an_answer_is_422(
+    gateway: RunningGateway, client: httpx.AsyncClient, request_factory: RequestFactory
+) -> None:
+    await request_factory(gateway, "hc", contact=True)
     for body in [{}, {"response": None, "response_option_name": None}]:
         response = await client.post(RESPOND[HC].format("hc"), json=body)
         assert_error(response, 422, "give a response, or a response_option_name", case=repr(body))
@@ -512,8 +523,15 @@ async def test_same_call_id_same_body_is_idempotent(client: httpx.AsyncClient, p
 
 
 @BOTH
-async def test_same_call_id_different_body_is_409(client: httpx.AsyncClient, path: str) -> None:
-    original = await create(client, path, "idem", state={"n": 1})
+async def test_same_call_id_different_body_is_409(
+    gateway: RunningGateway, client: httpx.AsyncClient, path: str, request_factory: RequestFactory
+) -> None:
+    # Created from the very body BODY[path] makes: the run-2 copy below differs in run_id only.
+    sent = BODY[path]("idem", state={"n": 1})
+    created = await request_factory(
+        gateway, "idem", contact=path == HC, run_id=sent["run_id"], **sent["spec"]
+    )
+    original = created.wire
     before = await pending_total(client, path)
     response = await client.post(path, json=BODY[path]("idem", state={"n": 2}))
     assert_error(response, 409, "call_id 'idem' already exists with a different body")
@@ -531,9 +549,14 @@ async def test_same_call_id_different_body_is_409(client: httpx.AsyncClient, pat
     ids=["fc-then-hc", "hc-then-fc"],
 )
 async def test_call_id_shared_across_kinds_is_409(
-    client: httpx.AsyncClient, first: str, second: str, noun: str
+    gateway: RunningGateway,
+    client: httpx.AsyncClient,
+    first: str,
+    second: str,
+    noun: str,
+    request_factory: RequestFactory,
 ) -> None:
-    original = await create(client, first, "shared")
+    original = (await request_factory(gateway, "shared", contact=first == HC)).wire
     before = await pending_total(client, second)
     response = await client.post(second, json=BODY[second]("shared"))
     assert_error(response, 409, f"call_id 'shared' is already used by a {noun}")
@@ -546,9 +569,9 @@ async def test_call_id_shared_across_kinds_is_409(
 
 @BOTH
 async def test_bad_credentials_are_401(
-    gateway: RunningGateway, client: httpx.AsyncClient, path: str
+    gateway: RunningGateway, client: httpx.AsyncClient, path: str, request_factory: RequestFactory
 ) -> None:
-    await create(client, path, "mine")
+    await request_factory(gateway, "mine", contact=path == HC)
     before = await pending_total(client, path)
     cases: list[tuple[dict[str, str], str]] = [
         ({}, "missing Authorization header"),
@@ -577,8 +600,10 @@ async def test_bad_credentials_are_401(
 
 
 @BOTH
-async def test_bad_wait_is_422(client: httpx.AsyncClient, path: str) -> None:
-    await create(client, path, "w")
+async def test_bad_wait_is_422(
+    gateway: RunningGateway, client: httpx.AsyncClient, path: str, request_factory: RequestFactory
+) -> None:
+    await request_factory(gateway, "w", contact=path == HC)
     cases = {
         "wait=61": ["query.wait", "less than or equal to 60"],
         "wait=1e9": ["query.wait", "less than or equal to 60"],
@@ -612,9 +637,11 @@ async def test_bad_list_parameters_are_422(client: httpx.AsyncClient, path: str)
 
 
 @BOTH
-async def test_nul_in_a_path_call_id_is_4xx(client: httpx.AsyncClient, path: str) -> None:
+async def test_nul_in_a_path_call_id_is_4xx(
+    gateway: RunningGateway, client: httpx.AsyncClient, path: str, request_factory: RequestFactory
+) -> None:
     # No stored call_id can hold NUL (see above), so the answer is "no such request".
-    await create(client, path, "real")
+    await request_factory(gateway, "real", contact=path == HC)
     urls = [
         f"{path}/a%00b",
         f"{path}/a%00b?wait=1",
@@ -631,8 +658,10 @@ async def test_nul_in_a_path_call_id_is_4xx(client: httpx.AsyncClient, path: str
 
 
 @BOTH
-async def test_nul_in_a_run_id_filter_is_not_a_5xx(client: httpx.AsyncClient, path: str) -> None:
-    await create(client, path, "real")
+async def test_nul_in_a_run_id_filter_is_not_a_5xx(
+    gateway: RunningGateway, client: httpx.AsyncClient, path: str, request_factory: RequestFactory
+) -> None:
+    await request_factory(gateway, "real", contact=path == HC)
     response = await client.get(f"{path}?run_id=a%00b")
     if response.status_code == 200:
         assert response.json()["total"] == 0
@@ -660,9 +689,11 @@ async def test_call_id_with_a_slash_is_refused_or_reachable(
 # --- more decision bodies -----------------------------------------------------------------
 
 
-async def test_respond_approved_as_a_boolean_string_is_422(client: httpx.AsyncClient) -> None:
+async def test_respond_approved_as_a_boolean_string_is_422(
+    gateway: RunningGateway, client: httpx.AsyncClient, request_factory: RequestFactory
+) -> None:
     # An approval is a JSON boolean: "true", "yes" or "0" are strings, not decisions.
-    await create(client, FC, "fc-1")
+    await request_factory(gateway, "fc-1")
     for approved in ["true", "false", "yes", "no", "1", "0", "on", "off"]:
         response = await client.post(RESPOND[FC].format("fc-1"), json={"approved": approved})
         assert_error(response, 422, "body.approved", "valid boolean", case=repr(approved))
@@ -671,9 +702,9 @@ async def test_respond_approved_as_a_boolean_string_is_422(client: httpx.AsyncCl
 
 @BOTH
 async def test_number_too_large_for_a_float_in_user_info_is_422(
-    client: httpx.AsyncClient, path: str
+    gateway: RunningGateway, client: httpx.AsyncClient, path: str, request_factory: RequestFactory
 ) -> None:
-    await create(client, path, "dec")
+    await request_factory(gateway, "dec", contact=path == HC)
     answer = '"approved": true' if path == FC else '"response": "ok"'
     for number in ("1e400", "-1e400"):
         raw = f'{{{answer}, "user_info": {{"name": "n", "score": {number}}}}}'.encode()
@@ -685,8 +716,10 @@ async def test_number_too_large_for_a_float_in_user_info_is_422(
 
 
 @BOTH
-async def test_nul_in_user_info_is_stored_faithfully(client: httpx.AsyncClient, path: str) -> None:
-    await create(client, path, "dec")
+async def test_nul_in_user_info_is_stored_faithfully(
+    gateway: RunningGateway, client: httpx.AsyncClient, path: str, request_factory: RequestFactory
+) -> None:
+    await request_factory(gateway, "dec", contact=path == HC)
     answer = {"approved": False, "comment": "no"} if path == FC else {"response": "ok"}
     raw = json.dumps(answer | {"user_info": {"name": "HOLE", "HOLE": "x"}})
     raw_bytes = raw.replace("HOLE", "a\\u0000b").encode()

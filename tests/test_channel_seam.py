@@ -15,8 +15,11 @@ from channels.registry import REGISTRY
 from gateway.errors import DeliveryError
 from gateway.routing import Target
 from gateway.views import RequestView, Sent
+from tests.factories import RequestFactory
 from tests.helpers import events, eventually, outbox_idle
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings
+
+TO_C1 = {"slack": {"channel_or_user_id": "C1"}}
 
 
 @dataclass
@@ -66,23 +69,15 @@ async def gateway(db_url: str, channel: RecordingChannel) -> AsyncIterator[Runni
         yield running
 
 
-async def create(gateway: RunningGateway, call_id: str) -> None:
-    spec = {"fn": "f", "kwargs": {"x": 1}, "channel": {"slack": {"channel_or_user_id": "C1"}}}
-    async with gateway.client() as client:
-        body = {"run_id": "r", "call_id": call_id, "spec": spec}
-        assert (await client.post("/function_calls", json=body)).status_code == 200
-
-
 async def delivery(gateway: RunningGateway, call_id: str) -> dict[str, Any]:
     [row] = (await events(gateway, call_id))["deliveries"]
     return dict(row)
 
 
 async def test_sent_then_updated_after_a_decision(
-    gateway: RunningGateway, channel: RecordingChannel
+    gateway: RunningGateway, channel: RecordingChannel, request_factory: RequestFactory
 ) -> None:
-    await create(gateway, "s1")
-    await eventually(lambda: outbox_idle(gateway))
+    await request_factory(gateway, "s1", channel=TO_C1, kwargs={"x": 1}, settle=True)
     assert (await delivery(gateway, "s1"))["status"] == "sent"
     [(view, target)] = channel.sends
     assert view.call_id == "s1" and view.spec["kwargs"] == {"x": 1} and target.channel == "slack"
@@ -98,21 +93,22 @@ async def test_sent_then_updated_after_a_decision(
 
 @pytest.mark.parametrize("failure", ["rate_limited", "server_error", "timeout"])
 async def test_retryable_failures_are_retried(
-    gateway: RunningGateway, channel: RecordingChannel, failure: str
+    gateway: RunningGateway,
+    channel: RecordingChannel,
+    request_factory: RequestFactory,
+    failure: str,
 ) -> None:
     channel.script = [failure, failure]
-    await create(gateway, "r1")
-    await eventually(lambda: outbox_idle(gateway))
+    await request_factory(gateway, "r1", channel=TO_C1, settle=True)
     assert len(channel.sends) == 3
     assert (await delivery(gateway, "r1"))["status"] == "sent"
 
 
 async def test_refusal_marks_the_delivery_failed(
-    gateway: RunningGateway, channel: RecordingChannel
+    gateway: RunningGateway, channel: RecordingChannel, request_factory: RequestFactory
 ) -> None:
     channel.script = ["refused"]
-    await create(gateway, "f1")
-    await eventually(lambda: outbox_idle(gateway))
+    await request_factory(gateway, "f1", channel=TO_C1, settle=True)
     row = await delivery(gateway, "f1")
     assert row["status"] == "failed" and "channel_not_found" in row["error"]
     assert "delivery_failed" in [e["type"] for e in (await events(gateway, "f1"))["events"]]
@@ -122,7 +118,7 @@ async def test_refusal_marks_the_delivery_failed(
 
 
 async def test_decided_before_delivery_is_not_sent(
-    gateway: RunningGateway, channel: RecordingChannel
+    gateway: RunningGateway, channel: RecordingChannel, request_factory: RequestFactory
 ) -> None:
     gate = asyncio.Event()
     original = channel.send
@@ -133,13 +129,13 @@ async def test_decided_before_delivery_is_not_sent(
         return result
 
     channel.send = gated_send  # type: ignore[method-assign]
-    await create(gateway, "first")
+    await request_factory(gateway, "first", channel=TO_C1)
 
     async def worker_busy() -> bool:
         return len(channel.sends) == 1
 
     await eventually(worker_busy)  # the worker is inside the first send, holding its batch
-    await create(gateway, "second")
+    await request_factory(gateway, "second", channel=TO_C1)
     async with gateway.client() as client:
         reply = await client.post("/agent/function_calls/second/respond", json={"approved": True})
         assert reply.status_code == 200

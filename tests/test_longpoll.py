@@ -6,7 +6,6 @@ import asyncio
 import time
 from typing import Any
 
-import httpx
 import pytest
 import sqlalchemy as sa
 
@@ -17,18 +16,9 @@ from gateway.store import Database
 from gateway.store import requests as request_store
 from gateway.store.engine import LISTENER_NAME
 from gateway.store.tables import Request
+from tests.factories import RequestFactory
 from tests.helpers import eventually
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings
-
-
-async def create(client: httpx.AsyncClient, call_id: str, *, contact: bool = False) -> None:
-    if contact:
-        body = {"run_id": "r", "call_id": call_id, "spec": {"msg": "?"}}
-        response = await client.post("/contact_requests", json=body)
-    else:
-        body = {"run_id": "r", "call_id": call_id, "spec": {"fn": "f", "kwargs": {}}}
-        response = await client.post("/function_calls", json=body)
-    assert response.status_code == 200, response.text
 
 
 async def waiting(gateway: RunningGateway, count: int = 1) -> None:
@@ -38,9 +28,11 @@ async def waiting(gateway: RunningGateway, count: int = 1) -> None:
     await eventually(registered)
 
 
-async def test_waiter_returns_when_decided(gateway: RunningGateway) -> None:
+async def test_waiter_returns_when_decided(
+    gateway: RunningGateway, request_factory: RequestFactory
+) -> None:
     async with gateway.client() as client:
-        await create(client, "lp")
+        await request_factory(gateway, "lp")
         started = time.monotonic()
         waiter = asyncio.create_task(client.get("/function_calls/lp", params={"wait": 30}))
         await waiting(gateway)
@@ -52,27 +44,33 @@ async def test_waiter_returns_when_decided(gateway: RunningGateway) -> None:
     assert len(gateway.core.waiters) == 0  # nothing left registered
 
 
-async def test_contact_waiter_returns_when_answered(gateway: RunningGateway) -> None:
+async def test_contact_waiter_returns_when_answered(
+    gateway: RunningGateway, request_factory: RequestFactory
+) -> None:
     async with gateway.client() as client:
-        await create(client, "lp-hc", contact=True)
+        await request_factory(gateway, "lp-hc", contact=True)
         waiter = asyncio.create_task(client.get("/human_contacts/lp-hc", params={"wait": 30}))
         await waiting(gateway)
         await client.post("/agent/human_contacts/lp-hc/respond", json={"response": "yes"})
         assert (await waiter).json()["status"]["response"] == "yes"
 
 
-async def test_wait_expires_with_the_pending_record(sqlite_gateway: RunningGateway) -> None:
+async def test_wait_expires_with_the_pending_record(
+    sqlite_gateway: RunningGateway, request_factory: RequestFactory
+) -> None:
     async with sqlite_gateway.client() as client:
-        await create(client, "slow")
+        await request_factory(sqlite_gateway, "slow")
         started = time.monotonic()
         answer = await client.get("/function_calls/slow", params={"wait": 0.5})
     assert answer.status_code == 200 and answer.json()["status"]["approved"] is None
     assert time.monotonic() - started >= 0.5
 
 
-async def test_decided_request_answers_at_once(sqlite_gateway: RunningGateway) -> None:
+async def test_decided_request_answers_at_once(
+    sqlite_gateway: RunningGateway, request_factory: RequestFactory
+) -> None:
     async with sqlite_gateway.client() as client:
-        await create(client, "done")
+        await request_factory(sqlite_gateway, "done")
         await client.post("/agent/function_calls/done/respond", json={"approved": True})
         started = time.monotonic()
         answer = await client.get("/function_calls/done", params={"wait": 30})
@@ -80,13 +78,13 @@ async def test_decided_request_answers_at_once(sqlite_gateway: RunningGateway) -
 
 
 async def test_decision_by_another_process_reaches_the_waiter(
-    sqlite_gateway: RunningGateway,
+    sqlite_gateway: RunningGateway, request_factory: RequestFactory
 ) -> None:
     """The CLI decides in its own process: no in-process wake-up, the waiter re-reads."""
     other = build_core(sqlite_gateway.core.settings)
     try:
         async with sqlite_gateway.client() as client:
-            await create(client, "cli")
+            await request_factory(sqlite_gateway, "cli")
             waiter = asyncio.create_task(client.get("/function_calls/cli", params={"wait": 30}))
             await waiting(sqlite_gateway)
             async with other.db.read() as conn:
@@ -101,7 +99,9 @@ async def test_decision_by_another_process_reaches_the_waiter(
         await other.db.aclose()
 
 
-async def test_decision_on_another_replica_wakes_the_waiter(pg_url: str) -> None:
+async def test_decision_on_another_replica_wakes_the_waiter(
+    pg_url: str, request_factory: RequestFactory
+) -> None:
     """Two replicas on one PostgreSQL: the decision's NOTIFY wakes the other's waiter."""
     slow_poll = {"outbox_poll_seconds": 60}  # no re-read fallback within the test
     async with (
@@ -109,7 +109,7 @@ async def test_decision_on_another_replica_wakes_the_waiter(pg_url: str) -> None
         running_gateway(test_settings(pg_url, **slow_poll)) as replica_b,
     ):
         async with replica_a.client() as a, replica_b.client(replica_a.api_key) as b:
-            await create(a, "x-replica")
+            await request_factory(replica_a, "x-replica")
             started = time.monotonic()
             waiter = asyncio.create_task(a.get("/function_calls/x-replica", params={"wait": 30}))
             await waiting(replica_a)
@@ -121,7 +121,7 @@ async def test_decision_on_another_replica_wakes_the_waiter(pg_url: str) -> None
 
 
 async def test_decision_just_before_the_waiter_registers_is_seen(
-    tmp_path: object, monkeypatch: pytest.MonkeyPatch
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch, request_factory: RequestFactory
 ) -> None:
     """A decision that commits between the first read and watch() must not be missed."""
     settings = test_settings(f"sqlite+aiosqlite:///{tmp_path}/race.db", outbox_poll_seconds=60)
@@ -139,7 +139,7 @@ async def test_decision_just_before_the_waiter_registers_is_seen(
             return row
 
         async with gateway.client() as client:
-            await create(client, "edge")
+            await request_factory(gateway, "edge")
             monkeypatch.setattr(intake, "find", read_then_someone_decides)
             started = time.monotonic()
             answer = await client.get("/function_calls/edge", params={"wait": 10})
@@ -147,7 +147,9 @@ async def test_decision_just_before_the_waiter_registers_is_seen(
         assert time.monotonic() - started < 5  # not the 10 s wait, nor a 60 s re-read slice
 
 
-async def test_a_dropped_listen_connection_is_reopened(pg_url: str) -> None:
+async def test_a_dropped_listen_connection_is_reopened(
+    pg_url: str, request_factory: RequestFactory
+) -> None:
     """PostgreSQL kills the LISTEN connections; the replicas reconnect and still wake."""
     slow_poll = {"outbox_poll_seconds": 60}
     async with (
@@ -178,7 +180,7 @@ async def test_a_dropped_listen_connection_is_reopened(pg_url: str) -> None:
         finally:
             await killer.aclose()
         async with replica_a.client() as a, replica_b.client(replica_a.api_key) as b:
-            await create(a, "after-drop")
+            await request_factory(replica_a, "after-drop")
             started = time.monotonic()
             waiter = asyncio.create_task(a.get("/function_calls/after-drop", params={"wait": 30}))
             await waiting(replica_a)

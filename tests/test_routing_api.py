@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.factories import Created, RequestFactory, create_path
 from tests.helpers import eventually
 from tests.services.inprocess import RunningGateway, running_gateway, write_config
 from tests.services.inprocess import test_settings as settings_for
@@ -97,16 +98,14 @@ def human_contact(call_id: str, run_id: str = "run-1", channel: Any = None) -> d
     return {"run_id": run_id, "call_id": call_id, "spec": spec}
 
 
-async def create_and_get(
-    gateway: RunningGateway, kind: str, body: dict[str, Any], key: str | None = None
+async def route_of(
+    gateway: RunningGateway, made: Created, *, contact: bool = False, key: str | None = None
 ) -> list[dict[str, Any]]:
     """The route from the create answer, after checking GET returns the same one."""
     async with gateway.client(key) as client:
-        created = await client.post(f"/{kind}", json=body)
-        assert created.status_code == 200, created.text
-        got = await client.get(f"/{kind}/{body['call_id']}")
+        got = await client.get(f"{create_path(contact)}/{made.call_id}")
         assert got.status_code == 200, got.text
-    route: list[dict[str, Any]] = created.json()["route"]
+    route: list[dict[str, Any]] = made.wire["route"]
     assert got.json()["route"] == route
     return route
 
@@ -119,36 +118,47 @@ async def audit(gateway: RunningGateway, call_id: str, key: str | None = None) -
     return result
 
 
-async def test_rules_match_fn_and_kind_with_run_id(routed: RunningGateway) -> None:
-    route = await create_and_get(routed, "function_calls", function_call("fc-1", fn="drop_table"))
-    assert route == sre("rule 1")
+async def test_rules_match_fn_and_kind_with_run_id(
+    routed: RunningGateway, request_factory: RequestFactory
+) -> None:
+    made = await request_factory(routed, "fc-1", fn="drop_table")
+    assert await route_of(routed, made) == sre("rule 1")
 
-    route = await create_and_get(routed, "human_contacts", human_contact("hc-1", "support-42"))
-    assert route == alice("rule 2")
+    made = await request_factory(routed, "hc-1", contact=True, run_id="support-42")
+    assert await route_of(routed, made, contact=True) == alice("rule 2")
 
     # Rule 2 is for human contacts only: a function call in a support run falls through.
-    body = function_call("fc-2", run_id="support-42")
-    assert await create_and_get(routed, "function_calls", body) == bob("project")
+    made = await request_factory(routed, "fc-2", fn="read_table", run_id="support-42")
+    assert await route_of(routed, made) == bob("project")
 
 
-async def test_no_rule_and_no_channel_uses_the_project_default(routed: RunningGateway) -> None:
-    route = await create_and_get(routed, "function_calls", function_call("fc-plain"))
-    assert route == bob("project")
-    route = await create_and_get(routed, "human_contacts", human_contact("hc-plain"))
-    assert route == bob("project")
+async def test_no_rule_and_no_channel_uses_the_project_default(
+    routed: RunningGateway, request_factory: RequestFactory
+) -> None:
+    made = await request_factory(routed, "fc-plain", fn="read_table")
+    assert await route_of(routed, made) == bob("project")
+    made = await request_factory(routed, "hc-plain", contact=True)
+    assert await route_of(routed, made, contact=True) == bob("project")
 
 
-async def test_spec_channel_team_and_person_win_over_rules(routed: RunningGateway) -> None:
-    body = human_contact("hc-team", run_id="support-1", channel={"team": "sre"})
-    assert await create_and_get(routed, "human_contacts", body) == sre("spec.channel")
+async def test_spec_channel_team_and_person_win_over_rules(
+    routed: RunningGateway, request_factory: RequestFactory
+) -> None:
+    made = await request_factory(
+        routed, "hc-team", contact=True, run_id="support-1", channel={"team": "sre"}
+    )
+    assert await route_of(routed, made, contact=True) == sre("spec.channel")
 
-    body = function_call("fc-person", fn="drop_table", channel={"person": "alice"})
-    assert await create_and_get(routed, "function_calls", body) == alice("spec.channel")
+    made = await request_factory(routed, "fc-person", fn="drop_table", channel={"person": "alice"})
+    assert await route_of(routed, made) == alice("spec.channel")
 
 
-async def test_humanlayer_channel_forms(routed: RunningGateway) -> None:
+async def test_humanlayer_channel_forms(
+    routed: RunningGateway, request_factory: RequestFactory
+) -> None:
     slack = {"slack": {"channel_or_user_id": "C5", "allowed_responder_ids": ["U7"]}}
-    route = await create_and_get(routed, "function_calls", function_call("fc-slack", channel=slack))
+    made = await request_factory(routed, "fc-slack", fn="read_table", channel=slack)
+    route = await route_of(routed, made)
     address = {"channel": "C5", "thread_ts": None, "team_id": None}
     assert route == [target("slack", address, ["U7"], "spec.channel")]
 
@@ -161,35 +171,40 @@ async def test_humanlayer_channel_forms(routed: RunningGateway) -> None:
             ],
         }
     }
-    route = await create_and_get(routed, "human_contacts", human_contact("hc-email", channel=email))
+    made = await request_factory(routed, "hc-email", contact=True, channel=email)
+    route = await route_of(routed, made, contact=True)
     responders = ["ops@example.com", "cc@example.com", "boss@example.com"]
     expected = target("email", {"address": "ops@example.com"}, responders, "spec.channel")
     assert route == [expected]
 
     discord = {"discord": {"channel_id": "123"}}
-    route = await create_and_get(routed, "function_calls", function_call("fc-dc", channel=discord))
+    made = await request_factory(routed, "fc-dc", fn="read_table", channel=discord)
+    route = await route_of(routed, made)
     # No allowed_responder_ids: anyone in the channel may answer (responders unset).
     address = {"channel_id": "123"}
     assert route == [target("discord", address, None, "spec.channel")]
 
     discord = {"discord": {"user_id": "222", "allowed_responder_ids": ["333"]}}
-    route = await create_and_get(routed, "function_calls", function_call("fc-du", channel=discord))
+    made = await request_factory(routed, "fc-du", fn="read_table", channel=discord)
+    route = await route_of(routed, made)
     address = {"user_id": "222"}
     assert route == [target("discord", address, ["333"], "spec.channel")]
 
 
 async def test_api_key_target_beats_the_project_default_not_rules(
-    routed: RunningGateway,
+    routed: RunningGateway, request_factory: RequestFactory
 ) -> None:
     key = await routed.new_key("default", target="team:sre")
-    body = function_call("fc-key")
-    assert await create_and_get(routed, "function_calls", body, key=key) == sre("api key")
+    made = await request_factory(routed, "fc-key", fn="read_table", key=key)
+    assert await route_of(routed, made, key=key) == sre("api key")
 
-    body = human_contact("hc-key", run_id="support-9")
-    assert await create_and_get(routed, "human_contacts", body, key=key) == alice("rule 2")
+    made = await request_factory(routed, "hc-key", contact=True, run_id="support-9", key=key)
+    assert await route_of(routed, made, contact=True, key=key) == alice("rule 2")
 
-    body = function_call("fc-key-person", channel={"person": "bob"})
-    assert await create_and_get(routed, "function_calls", body, key=key) == bob("spec.channel")
+    made = await request_factory(
+        routed, "fc-key-person", fn="read_table", channel={"person": "bob"}, key=key
+    )
+    assert await route_of(routed, made, key=key) == bob("spec.channel")
 
 
 async def test_unknown_team_or_person_in_spec_channel_is_422(routed: RunningGateway) -> None:
@@ -213,9 +228,9 @@ async def test_unknown_team_or_person_in_spec_channel_is_422(routed: RunningGate
 
 
 async def test_unconfigured_channels_record_why_and_stay_answerable(
-    routed: RunningGateway,
+    routed: RunningGateway, request_factory: RequestFactory
 ) -> None:
-    route = await create_and_get(routed, "function_calls", function_call("fc-sre", fn="drop_db"))
+    route = await route_of(routed, await request_factory(routed, "fc-sre", fn="drop_db"))
     assert route == sre("rule 1")
 
     trail = await audit(routed, "fc-sre")
@@ -254,9 +269,11 @@ async def test_unconfigured_channels_record_why_and_stay_answerable(
         assert got.json()["status"]["comment"] == "go"
 
 
-async def test_person_route_reports_every_missing_platform(routed: RunningGateway) -> None:
-    body = human_contact("hc-alice", run_id="support-7")
-    assert await create_and_get(routed, "human_contacts", body) == alice("rule 2")
+async def test_person_route_reports_every_missing_platform(
+    routed: RunningGateway, request_factory: RequestFactory
+) -> None:
+    made = await request_factory(routed, "hc-alice", contact=True, run_id="support-7")
+    assert await route_of(routed, made, contact=True) == alice("rule 2")
     deliveries = (await audit(routed, "hc-alice"))["deliveries"]
     assert [(d["channel"], d["status"], d["error"]) for d in deliveries] == [
         ("slack", "unconfigured", SLACK_MISSING),
@@ -272,10 +289,13 @@ async def test_person_route_reports_every_missing_platform(routed: RunningGatewa
     assert got.json()["status"]["response"] == "eu-west-1"
 
 
-async def test_web_only_route_is_sent_by_the_outbox(routed: RunningGateway) -> None:
+async def test_web_only_route_is_sent_by_the_outbox(
+    routed: RunningGateway, request_factory: RequestFactory
+) -> None:
     # A project with no default in the config: nothing matches, so only the web console.
     key = await routed.new_key("elsewhere")
-    route = await create_and_get(routed, "function_calls", function_call("fc-web"), key=key)
+    made = await request_factory(routed, "fc-web", fn="read_table", key=key)
+    route = await route_of(routed, made, key=key)
     assert route == [target("web", {}, None, "default")]
 
     async def sent() -> bool:
@@ -290,9 +310,12 @@ async def test_web_only_route_is_sent_by_the_outbox(routed: RunningGateway) -> N
     assert "delivery_failed" not in types
 
 
-async def test_sms_has_no_channel_in_this_gateway(routed: RunningGateway) -> None:
-    body = function_call("fc-sms", channel={"sms": {"phone_number": "+1555"}})
-    route = await create_and_get(routed, "function_calls", body)
+async def test_sms_has_no_channel_in_this_gateway(
+    routed: RunningGateway, request_factory: RequestFactory
+) -> None:
+    sms = {"sms": {"phone_number": "+1555"}}
+    made = await request_factory(routed, "fc-sms", fn="read_table", channel=sms)
+    route = await route_of(routed, made)
     assert route == [target("sms", {"phone_number": "+1555"}, None, "spec.channel")]
 
     trail = await audit(routed, "fc-sms")

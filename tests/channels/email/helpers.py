@@ -13,8 +13,7 @@ from typing import Any
 
 from channels.email.channel import EmailChannel
 from channels.email.settings import EmailSettings
-from gateway.store import requests as request_store
-from tests.helpers import eventually, outbox_idle
+from tests.helpers import eventually
 from tests.services.dovecot import ThrowawayDovecot
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings
 from tests.services.smtp_sink import SmtpSink, SunkMessage
@@ -98,30 +97,9 @@ def _connected(channel: EmailChannel) -> Any:
     return check
 
 
-async def create(
-    gateway: RunningGateway,
-    call_id: str,
-    *,
-    email: dict[str, Any] | None = None,
-    contact: bool = False,
-    **spec: Any,
-) -> str:
-    """Create a request routed to email (alice by default); returns its rid."""
-    channel = {"email": {"address": ALICE} | (email or {})}
-    path, base = (
-        ("/contact_requests", {"msg": "Which region should we deploy to?"})
-        if contact
-        else ("/function_calls", {"fn": "drop_table", "kwargs": {"name": "users"}})
-    )
-    body = {"run_id": "agent-7", "call_id": call_id, "spec": base | spec | {"channel": channel}}
-    async with gateway.client() as client:
-        response = await client.post(path, json=body)
-        assert response.status_code == 200, response.text
-    await eventually(lambda: outbox_idle(gateway))
-    async with gateway.core.db.read() as conn:
-        row = await request_store.get_by_call_id(conn, 1, call_id)
-    assert row is not None
-    return row.rid
+def to_alice(**email: Any) -> dict[str, Any]:
+    """A `channel` routing a request to ALICE by email, with HumanLayer's `email` options."""
+    return {"email": {"address": ALICE} | email}
 
 
 def sent_for(sink: SmtpSink, call_id: str) -> list[SunkMessage]:

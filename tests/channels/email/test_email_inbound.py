@@ -12,14 +12,15 @@ from tests.channels.email.helpers import (
     ALICE,
     BOB,
     answers_sent,
-    create,
     decided,
     email_gateway,
     email_settings,
     reply,
     sent_for,
     status,
+    to_alice,
 )
+from tests.factories import RequestFactory
 from tests.helpers import events, eventually
 from tests.services.dovecot import ThrowawayDovecot
 from tests.services.inprocess import RunningGateway
@@ -53,9 +54,13 @@ async def gateway(
 
 @pytest.mark.parametrize("style", sorted(QUOTES))
 async def test_an_approve_reply_decides_whatever_the_quoting_style(
-    gateway: RunningGateway, smtp_sink: SmtpSink, dovecot: ThrowawayDovecot, style: str
+    gateway: RunningGateway,
+    smtp_sink: SmtpSink,
+    dovecot: ThrowawayDovecot,
+    style: str,
+    request_factory: RequestFactory,
 ) -> None:
-    await create(gateway, f"approve-{style}")
+    await request_factory(gateway, f"approve-{style}", channel=to_alice(), settle=True)
     (sunk,) = sent_for(smtp_sink, f"approve-{style}")
     answer = reply(sunk.message, f"Approve\n\n{QUOTES[style]}")
     dovecot.deliver(answer, str(sunk.message["Reply-To"]))
@@ -70,9 +75,12 @@ async def test_an_approve_reply_decides_whatever_the_quoting_style(
 
 
 async def test_a_reject_reply_gives_its_reason(
-    gateway: RunningGateway, smtp_sink: SmtpSink, dovecot: ThrowawayDovecot
+    gateway: RunningGateway,
+    smtp_sink: SmtpSink,
+    dovecot: ThrowawayDovecot,
+    request_factory: RequestFactory,
 ) -> None:
-    await create(gateway, "reject-1")
+    await request_factory(gateway, "reject-1", channel=to_alice(), settle=True)
     (sunk,) = sent_for(smtp_sink, "reject-1")
     body = f"Reject: the users table is still in use\n\n{QUOTES['gmail']}"
     dovecot.deliver(reply(sunk.message, body), str(sunk.message["Reply-To"]))
@@ -82,13 +90,18 @@ async def test_a_reject_reply_gives_its_reason(
 
 
 async def test_a_reply_naming_a_reject_option(
-    gateway: RunningGateway, smtp_sink: SmtpSink, dovecot: ThrowawayDovecot
+    gateway: RunningGateway,
+    smtp_sink: SmtpSink,
+    dovecot: ThrowawayDovecot,
+    request_factory: RequestFactory,
 ) -> None:
     options = [
         {"name": "wrong_table", "title": "Wrong table", "description": "d"},
         {"name": "later", "title": "Later", "description": "d", "prompt_fill": "not now"},
     ]
-    await create(gateway, "option-1", reject_options=options)
+    await request_factory(
+        gateway, "option-1", channel=to_alice(), reject_options=options, settle=True
+    )
     (sunk,) = sent_for(smtp_sink, "option-1")
     dovecot.deliver(reply(sunk.message, "later\n"), str(sunk.message["Reply-To"]))
     result = await decided(gateway, "option-1")
@@ -97,9 +110,12 @@ async def test_a_reply_naming_a_reject_option(
 
 
 async def test_a_human_contact_is_answered_by_the_reply_text(
-    gateway: RunningGateway, smtp_sink: SmtpSink, dovecot: ThrowawayDovecot
+    gateway: RunningGateway,
+    smtp_sink: SmtpSink,
+    dovecot: ThrowawayDovecot,
+    request_factory: RequestFactory,
 ) -> None:
-    await create(gateway, "ask-1", contact=True)
+    await request_factory(gateway, "ask-1", channel=to_alice(), contact=True, settle=True)
     (sunk,) = sent_for(smtp_sink, "ask-1")
     body = f"eu-west-1, and keep\nthe old one for a week.\n\n{QUOTES['german']}"
     dovecot.deliver(reply(sunk.message, body), str(sunk.message["Reply-To"]))
@@ -108,9 +124,12 @@ async def test_a_human_contact_is_answered_by_the_reply_text(
 
 
 async def test_a_reply_from_another_address_decides_nothing(
-    gateway: RunningGateway, smtp_sink: SmtpSink, dovecot: ThrowawayDovecot
+    gateway: RunningGateway,
+    smtp_sink: SmtpSink,
+    dovecot: ThrowawayDovecot,
+    request_factory: RequestFactory,
 ) -> None:
-    await create(gateway, "other-1")
+    await request_factory(gateway, "other-1", channel=to_alice(), settle=True)
     (sunk,) = sent_for(smtp_sink, "other-1")
     answer = reply(sunk.message, "Approve", sender=f"Bob <{BOB}>")
     dovecot.deliver(answer, str(sunk.message["Reply-To"]))
@@ -122,9 +141,12 @@ async def test_a_reply_from_another_address_decides_nothing(
 
 
 async def test_a_from_header_with_two_addresses_decides_nothing(
-    gateway: RunningGateway, smtp_sink: SmtpSink, dovecot: ThrowawayDovecot
+    gateway: RunningGateway,
+    smtp_sink: SmtpSink,
+    dovecot: ThrowawayDovecot,
+    request_factory: RequestFactory,
 ) -> None:
-    await create(gateway, "two-1")
+    await request_factory(gateway, "two-1", channel=to_alice(), settle=True)
     (sunk,) = sent_for(smtp_sink, "two-1")
     for sender in (f"{ALICE}, attacker@evil.test", f'"{ALICE}" <attacker@evil.test>'):
         dovecot.deliver(
@@ -142,9 +164,12 @@ async def test_a_from_header_with_two_addresses_decides_nothing(
 
 
 async def test_an_auto_reply_is_ignored_and_not_answered(
-    gateway: RunningGateway, smtp_sink: SmtpSink, dovecot: ThrowawayDovecot
+    gateway: RunningGateway,
+    smtp_sink: SmtpSink,
+    dovecot: ThrowawayDovecot,
+    request_factory: RequestFactory,
 ) -> None:
-    await create(gateway, "ooo-1")
+    await request_factory(gateway, "ooo-1", channel=to_alice(), settle=True)
     (sunk,) = sent_for(smtp_sink, "ooo-1")
     auto = reply(
         sunk.message,
@@ -161,9 +186,12 @@ async def test_an_auto_reply_is_ignored_and_not_answered(
 
 
 async def test_the_same_reply_delivered_twice_decides_once(
-    gateway: RunningGateway, smtp_sink: SmtpSink, dovecot: ThrowawayDovecot
+    gateway: RunningGateway,
+    smtp_sink: SmtpSink,
+    dovecot: ThrowawayDovecot,
+    request_factory: RequestFactory,
 ) -> None:
-    await create(gateway, "twice-1")
+    await request_factory(gateway, "twice-1", channel=to_alice(), settle=True)
     (sunk,) = sent_for(smtp_sink, "twice-1")
     answer = reply(sunk.message, "Approve")
     dovecot.deliver(answer, str(sunk.message["Reply-To"]))
@@ -183,9 +211,12 @@ async def test_the_same_reply_delivered_twice_decides_once(
 
 
 async def test_a_dovecot_restart_during_idle_loses_no_reply(
-    gateway: RunningGateway, smtp_sink: SmtpSink, dovecot: ThrowawayDovecot
+    gateway: RunningGateway,
+    smtp_sink: SmtpSink,
+    dovecot: ThrowawayDovecot,
+    request_factory: RequestFactory,
 ) -> None:
-    await create(gateway, "restart-1")
+    await request_factory(gateway, "restart-1", channel=to_alice(), settle=True)
     (sunk,) = sent_for(smtp_sink, "restart-1")
     watcher = gateway.core.channels["email"].watcher  # type: ignore[attr-defined]
     assert watcher.connected.is_set()

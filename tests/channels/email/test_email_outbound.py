@@ -12,18 +12,19 @@ from channels.email.channel import KEY_PURPOSE
 from tests.channels.email.helpers import (
     ALICE,
     BOB,
-    create,
     email_gateway,
     email_settings,
     sent_for,
     status,
+    to_alice,
 )
+from tests.factories import RequestFactory
 from tests.helpers import events, eventually, outbox_idle
 from tests.services.smtp_sink import SmtpSink
 
 
 async def test_a_request_email_has_threading_headers_both_parts_and_a_reply_token(
-    tmp_path: Path, smtp_sink: SmtpSink
+    tmp_path: Path, smtp_sink: SmtpSink, request_factory: RequestFactory
 ) -> None:
     email = {
         "subject": "Drop the users table?",
@@ -36,7 +37,7 @@ async def test_a_request_email_has_threading_headers_both_parts_and_a_reply_toke
     }
     settings = email_settings(smtp_sink)
     async with email_gateway(tmp_path, settings, public_url="https://gw.example.test") as gw:
-        rid = await create(gw, "mail-1", email=email)
+        rid = (await request_factory(gw, "mail-1", channel=to_alice(**email), settle=True)).rid
         (sunk,) = sent_for(smtp_sink, "mail-1")
         key = gw.core.box.subkey(KEY_PURPOSE)
         event_types = [e["type"] for e in (await events(gw, "mail-1"))["events"]]
@@ -61,47 +62,56 @@ async def test_a_request_email_has_threading_headers_both_parts_and_a_reply_toke
 
 
 async def test_the_agents_own_template_renders_with_humanlayers_context(
-    tmp_path: Path, smtp_sink: SmtpSink
+    tmp_path: Path, smtp_sink: SmtpSink, request_factory: RequestFactory
 ) -> None:
     template = (
         "<h1>{{ event.spec.fn }} for {{ event.run_id }}</h1>{{ event.spec.kwargs.name }}"
         "<a href='{{ urls.base_url }}?approve=true'>yes</a> {{ type }}"
     )
     async with email_gateway(tmp_path, email_settings(smtp_sink), public_url="https://gw") as gw:
-        rid = await create(gw, "tpl-1", email={"template": template}, kwargs={"name": "<b>x</b>"})
+        made = await request_factory(
+            gw,
+            "tpl-1",
+            channel=to_alice(template=template),
+            run_id="agent-7",
+            kwargs={"name": "<b>x</b>"},
+            settle=True,
+        )
     (sunk,) = sent_for(smtp_sink, "tpl-1")
     html = sunk.message.get_body(("html",)).get_content()  # type: ignore[union-attr]
     assert "<h1>drop_table for agent-7</h1>" in html
     assert "&lt;b&gt;x&lt;/b&gt;" in html  # autoescaped
-    assert f"https://gw/r/{rid}?approve=true" in html and "function_call" in html
+    assert f"https://gw/r/{made.rid}?approve=true" in html and "function_call" in html
 
 
 async def test_a_template_the_sandbox_refuses_falls_back_to_ours(
-    tmp_path: Path, smtp_sink: SmtpSink
+    tmp_path: Path, smtp_sink: SmtpSink, request_factory: RequestFactory
 ) -> None:
     template = "{{ ''.__class__.__mro__[1].__subclasses__() }}"
     async with email_gateway(tmp_path, email_settings(smtp_sink)) as gw:
-        await create(gw, "tpl-2", email={"template": template})
+        await request_factory(gw, "tpl-2", channel=to_alice(template=template), settle=True)
     (sunk,) = sent_for(smtp_sink, "tpl-2")
     html = sunk.message.get_body(("html",)).get_content()  # type: ignore[union-attr]
     assert "drop_table" in html and "subclasses" not in html and "<class" not in html
 
 
-async def test_a_temporary_smtp_failure_is_retried(tmp_path: Path, smtp_sink: SmtpSink) -> None:
+async def test_a_temporary_smtp_failure_is_retried(
+    tmp_path: Path, smtp_sink: SmtpSink, request_factory: RequestFactory
+) -> None:
     smtp_sink.fail_next(451)
     async with email_gateway(tmp_path, email_settings(smtp_sink)) as gw:
-        await create(gw, "retry-1")
+        await request_factory(gw, "retry-1", channel=to_alice(), settle=True)
         deliveries = (await events(gw, "retry-1"))["deliveries"]
     assert [d["status"] for d in deliveries] == ["sent"]
     assert len(sent_for(smtp_sink, "retry-1")) == 1
 
 
 async def test_a_permanent_smtp_failure_is_a_failed_delivery(
-    tmp_path: Path, smtp_sink: SmtpSink
+    tmp_path: Path, smtp_sink: SmtpSink, request_factory: RequestFactory
 ) -> None:
     smtp_sink.fail_next(550, message="5.1.1 No such user")
     async with email_gateway(tmp_path, email_settings(smtp_sink)) as gw:
-        await create(gw, "fail-1")
+        await request_factory(gw, "fail-1", channel=to_alice(), settle=True)
         audit = await events(gw, "fail-1")
     (delivery,) = audit["deliveries"]
     assert delivery["status"] == "failed"
@@ -110,10 +120,14 @@ async def test_a_permanent_smtp_failure_is_a_failed_delivery(
     assert sent_for(smtp_sink, "fail-1") == []
 
 
-async def test_line_breaks_cannot_inject_headers(tmp_path: Path, smtp_sink: SmtpSink) -> None:
+async def test_line_breaks_cannot_inject_headers(
+    tmp_path: Path, smtp_sink: SmtpSink, request_factory: RequestFactory
+) -> None:
     evil = "Hello\r\nBcc: victim@example.org\r\nX-Injected: yes"
     async with email_gateway(tmp_path, email_settings(smtp_sink)) as gw:
-        await create(gw, "crlf-1", email={"subject": evil}, kwargs={"note": evil})
+        await request_factory(
+            gw, "crlf-1", channel=to_alice(subject=evil), kwargs={"note": evil}, settle=True
+        )
     (sunk,) = sent_for(smtp_sink, "crlf-1")
     assert "victim@example.org" not in sunk.rcpt_tos
     assert sunk.message["X-Injected"] is None and sunk.message["Bcc"] is None
@@ -123,7 +137,7 @@ async def test_line_breaks_cannot_inject_headers(tmp_path: Path, smtp_sink: Smtp
 
 
 async def test_escalation_resends_in_the_thread_to_the_merged_recipients(
-    tmp_path: Path, smtp_sink: SmtpSink
+    tmp_path: Path, smtp_sink: SmtpSink, request_factory: RequestFactory
 ) -> None:
     email = {"additional_recipients": [{"address": BOB, "field": "cc"}]}
     escalation = {
@@ -137,7 +151,7 @@ async def test_escalation_resends_in_the_thread_to_the_merged_recipients(
         },
     }
     async with email_gateway(tmp_path, email_settings(smtp_sink)) as gw:
-        await create(gw, "esc-1", email=email)
+        await request_factory(gw, "esc-1", channel=to_alice(**email), settle=True)
         (first,) = sent_for(smtp_sink, "esc-1")
         async with gw.client() as client:
             path = "/agent/function_calls/esc-1/escalate_email"
@@ -156,11 +170,10 @@ async def test_escalation_resends_in_the_thread_to_the_merged_recipients(
 
 
 async def test_escalating_a_request_without_an_email_address_is_a_clear_422(
-    tmp_path: Path, smtp_sink: SmtpSink
+    tmp_path: Path, smtp_sink: SmtpSink, request_factory: RequestFactory
 ) -> None:
     async with email_gateway(tmp_path, email_settings(smtp_sink)) as gw, gw.client() as client:
-        body = {"run_id": "r", "call_id": "noemail", "spec": {"fn": "f", "kwargs": {}}}
-        assert (await client.post("/function_calls", json=body)).status_code == 200
+        await request_factory(gw, "noemail")
         response = await client.post(
             "/agent/function_calls/noemail/escalate_email", json={"escalation_msg": "x"}
         )
@@ -169,10 +182,10 @@ async def test_escalating_a_request_without_an_email_address_is_a_clear_422(
 
 
 async def test_the_emails_link_lets_its_recipient_decide_from_the_page_only_by_post(
-    tmp_path: Path, smtp_sink: SmtpSink
+    tmp_path: Path, smtp_sink: SmtpSink, request_factory: RequestFactory
 ) -> None:
     async with email_gateway(tmp_path, email_settings(smtp_sink), public_url="http://gw") as gw:
-        await create(gw, "link-1")
+        await request_factory(gw, "link-1", channel=to_alice(), settle=True)
         (sunk,) = sent_for(smtp_sink, "link-1")
         text = sunk.message.get_body(("plain",)).get_content()  # type: ignore[union-attr]
         found = re.search(r"http://gw(/r/[\w-]+\?t=[\w.-]+)", text)

@@ -10,13 +10,14 @@ import pytest
 
 from tests.channels.email.helpers import (
     answers_sent,
-    create,
     email_gateway,
     email_settings,
     reply,
     sent_for,
     status,
+    to_alice,
 )
+from tests.factories import RequestFactory
 from tests.helpers import events
 from tests.services.inprocess import RunningGateway
 from tests.services.smtp_sink import SmtpSink
@@ -41,9 +42,9 @@ async def post_raw(
 
 
 async def test_a_posted_reply_decides_and_a_second_post_is_a_duplicate(
-    gateway: RunningGateway, smtp_sink: SmtpSink
+    gateway: RunningGateway, smtp_sink: SmtpSink, request_factory: RequestFactory
 ) -> None:
-    await create(gateway, "posted")
+    await request_factory(gateway, "posted", channel=to_alice(), settle=True)
     (sunk,) = sent_for(smtp_sink, "posted")
     answer = reply(sunk.message, "reject: not on a Friday")
 
@@ -69,9 +70,13 @@ async def test_a_posted_reply_decides_and_a_second_post_is_a_duplicate(
     ids=["no-header", "wrong", "prefix"],
 )
 async def test_a_post_without_the_secret_is_refused_and_decides_nothing(
-    gateway: RunningGateway, smtp_sink: SmtpSink, secret: str | None, expected: int
+    gateway: RunningGateway,
+    smtp_sink: SmtpSink,
+    secret: str | None,
+    expected: int,
+    request_factory: RequestFactory,
 ) -> None:
-    await create(gateway, "forged")
+    await request_factory(gateway, "forged", channel=to_alice(), settle=True)
     (sunk,) = sent_for(smtp_sink, "forged")
 
     response = await post_raw(gateway, reply(sunk.message, "approve"), secret=secret)

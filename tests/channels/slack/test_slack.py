@@ -18,12 +18,14 @@ from slack_sdk.signature import SignatureVerifier
 from channels.slack.channel import SlackChannel
 from channels.slack.pacing import Pacer
 from channels.slack.settings import SlackSettings
-from gateway.store import requests as request_store
+from tests.factories import RequestFactory
 from tests.fakes.slack import FakeSlack
 from tests.helpers import eventually, outbox_idle
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings
 
 SIGNING_SECRET = "test-signing-secret"
+TO_C1 = {"slack": {"channel_or_user_id": "C1"}}
+C1_ALICE_ONLY = {"slack": {"channel_or_user_id": "C1", "allowed_responder_ids": ["U0ALICE"]}}
 
 
 @pytest.fixture
@@ -46,33 +48,9 @@ async def gateway(tmp_path: Path, fake: FakeSlack) -> AsyncIterator[RunningGatew
         yield running
 
 
-async def create(
-    gateway: RunningGateway,
-    call_id: str,
-    *,
-    allowed: list[str] | None = None,
-    contact: bool = False,
-    **spec: Any,
-) -> str:
-    """Create a request routed to Slack channel C1; returns its rid (the button value)."""
-    channel: dict[str, Any] = {"slack": {"channel_or_user_id": "C1"}}
-    if allowed:
-        channel["slack"]["allowed_responder_ids"] = allowed
-    path, base = (
-        ("/contact_requests", {"msg": "Which region?"})
-        if contact
-        else ("/function_calls", {"fn": "drop_table", "kwargs": {"name": "users"}})
-    )
-    body = {"run_id": "r", "call_id": call_id, "spec": base | spec | {"channel": channel}}
-    async with gateway.client() as client:
-        assert (await client.post(path, json=body)).status_code == 200
-    await eventually(lambda: outbox_idle(gateway))
-    fake: FakeSlack = gateway.core.channels["slack"].fake  # type: ignore[attr-defined]
+def assert_posted(fake: FakeSlack) -> None:
+    """The outbox's delivery reached Slack: a chat.postMessage that did not fail."""
     assert fake.calls_to("chat.postMessage", include_failed=False), "nothing was posted"
-    async with gateway.core.db.read() as conn:
-        row = await request_store.get_by_call_id(conn, 1, call_id)
-    assert row is not None
-    return row.rid
 
 
 def signed_headers(
@@ -150,15 +128,11 @@ async def decided(gateway: RunningGateway, call_id: str, kind: str = "function_c
     return answer
 
 
-@pytest.fixture(autouse=True)
-def expose_fake(gateway: RunningGateway, fake: FakeSlack) -> None:
-    gateway.core.channels["slack"].fake = fake  # type: ignore[attr-defined]
-
-
 async def test_approve_click_decides_and_updates_the_message(
-    gateway: RunningGateway, fake: FakeSlack
+    gateway: RunningGateway, fake: FakeSlack, request_factory: RequestFactory
 ) -> None:
-    rid = await create(gateway, "approve-me")
+    rid = (await request_factory(gateway, "approve-me", channel=TO_C1, settle=True)).rid
+    assert_posted(fake)
     [posted] = fake.calls_to("chat.postMessage")
     assert posted.params["channel"] == "C1" and posted.token == "xoxb-test"
     buttons = [e for b in posted.params["blocks"] for e in b.get("elements", []) if "value" in e]
@@ -183,9 +157,10 @@ async def test_approve_click_decides_and_updates_the_message(
 
 
 async def test_reject_opens_a_modal_and_the_reason_is_the_comment(
-    gateway: RunningGateway, fake: FakeSlack
+    gateway: RunningGateway, fake: FakeSlack, request_factory: RequestFactory
 ) -> None:
-    rid = await create(gateway, "reject-me")
+    rid = (await request_factory(gateway, "reject-me", channel=TO_C1, settle=True)).rid
+    assert_posted(fake)
     assert (await send(gateway, click(fake, rid, "gw_reject"))).status_code == 200
     [opened] = await fake.wait_for("views.open", 1)
     view = opened.params["view"]
@@ -203,19 +178,27 @@ async def test_reject_opens_a_modal_and_the_reason_is_the_comment(
     assert rejected["status"]["comment"] == "not the users table"
 
 
-async def test_reject_options(gateway: RunningGateway, fake: FakeSlack) -> None:
+async def test_reject_options(
+    gateway: RunningGateway, fake: FakeSlack, request_factory: RequestFactory
+) -> None:
     options = [
         {"name": "spam", "title": "Spam", "prompt_fill": "looks like spam"},
         {"name": "edit", "title": "Edit", "prompt_fill": "change it to", "interactive": True},
     ]
-    rid = await create(gateway, "opt", reject_options=options)
+    made = await request_factory(gateway, "opt", reject_options=options, channel=TO_C1, settle=True)
+    rid = made.rid
+    assert_posted(fake)
     await send(gateway, click(fake, rid, "gw_option_0"))
     rejected = await decided(gateway, "opt")
     assert rejected["status"]["approved"] is False
     assert rejected["status"]["comment"] == "looks like spam"
     assert rejected["status"]["reject_option_name"] == "spam"
 
-    rid = await create(gateway, "opt-edit", reject_options=options)
+    made = await request_factory(
+        gateway, "opt-edit", reject_options=options, channel=TO_C1, settle=True
+    )
+    rid = made.rid
+    assert_posted(fake)
     await send(gateway, click(fake, rid, "gw_option_1"))
     [opened] = await fake.wait_for("views.open", 1)
     view = opened.params["view"]
@@ -227,10 +210,15 @@ async def test_reject_options(gateway: RunningGateway, fake: FakeSlack) -> None:
     assert rejected["status"]["reject_option_name"] == "edit"
 
 
-async def test_human_contact_answered_by_button(gateway: RunningGateway, fake: FakeSlack) -> None:
-    rid = await create(
-        gateway, "ask", contact=True, response_options=[{"name": "eu", "title": "Europe"}]
+async def test_human_contact_answered_by_button(
+    gateway: RunningGateway, fake: FakeSlack, request_factory: RequestFactory
+) -> None:
+    options = [{"name": "eu", "title": "Europe"}]
+    made = await request_factory(
+        gateway, "ask", contact=True, response_options=options, channel=TO_C1, settle=True
     )
+    rid = made.rid
+    assert_posted(fake)
     await send(gateway, click(fake, rid, "gw_option_0"))
     answered = await decided(gateway, "ask", "contact_requests")
     assert answered["status"]["response"] == "Europe"
@@ -238,17 +226,21 @@ async def test_human_contact_answered_by_button(gateway: RunningGateway, fake: F
 
 
 async def test_a_person_not_allowed_is_told_privately(
-    gateway: RunningGateway, fake: FakeSlack
+    gateway: RunningGateway, fake: FakeSlack, request_factory: RequestFactory
 ) -> None:
-    rid = await create(gateway, "guarded", allowed=["U0ALICE"])
+    rid = (await request_factory(gateway, "guarded", channel=C1_ALICE_ONLY, settle=True)).rid
+    assert_posted(fake)
     await send(gateway, click(fake, rid, "gw_approve", user="U0MALLORY", respond_id="mallory"))
     [told] = await fake.wait_for_response("mallory")
     assert told["response_type"] == "ephemeral" and "not allowed" in told["text"]
     assert (await status(gateway, "guarded"))["gateway_status"] == "pending"
 
 
-async def test_two_clicks_at_once_one_wins(gateway: RunningGateway, fake: FakeSlack) -> None:
-    rid = await create(gateway, "race")
+async def test_two_clicks_at_once_one_wins(
+    gateway: RunningGateway, fake: FakeSlack, request_factory: RequestFactory
+) -> None:
+    rid = (await request_factory(gateway, "race", channel=TO_C1, settle=True)).rid
+    assert_posted(fake)
     replies = await asyncio.gather(
         send(gateway, click(fake, rid, "gw_approve", user="U0ALICE", respond_id="alice")),
         send(gateway, click(fake, rid, "gw_approve", user="U0BOB", respond_id="bob")),
@@ -265,9 +257,10 @@ async def test_two_clicks_at_once_one_wins(gateway: RunningGateway, fake: FakeSl
 
 
 async def test_forged_or_stale_requests_change_nothing(
-    gateway: RunningGateway, fake: FakeSlack
+    gateway: RunningGateway, fake: FakeSlack, request_factory: RequestFactory
 ) -> None:
-    rid = await create(gateway, "forged")
+    rid = (await request_factory(gateway, "forged", channel=TO_C1, settle=True)).rid
+    assert_posted(fake)
     forged = await send(gateway, click(fake, rid, "gw_approve"), secret="not-the-secret")
     stale = await send(gateway, click(fake, rid, "gw_approve"), timestamp=int(time.time()) - 360)
     assert (forged.status_code, stale.status_code) == (401, 401)
@@ -275,9 +268,10 @@ async def test_forged_or_stale_requests_change_nothing(
 
 
 async def test_a_decision_through_the_api_updates_the_message(
-    gateway: RunningGateway, fake: FakeSlack
+    gateway: RunningGateway, fake: FakeSlack, request_factory: RequestFactory
 ) -> None:
-    await create(gateway, "via-api")
+    await request_factory(gateway, "via-api", channel=TO_C1, settle=True)
+    assert_posted(fake)
     async with gateway.client() as client:
         reply = await client.post(
             "/agent/function_calls/via-api/respond",
@@ -289,14 +283,16 @@ async def test_a_decision_through_the_api_updates_the_message(
     assert "no &lt;!channel&gt;" in update.params["text"]
 
 
-async def test_rate_limited_post_is_retried_after_retry_after(tmp_path: Path) -> None:
+async def test_rate_limited_post_is_retried_after_retry_after(
+    tmp_path: Path, request_factory: RequestFactory
+) -> None:
     async with FakeSlack(retry_after=1) as fake:
         settings = test_settings(f"sqlite+aiosqlite:///{tmp_path}/rl.db")
         channel = slack_channel(fake, token="xoxb-ratelimited")
         async with running_gateway(settings, channels={"slack": channel}) as gateway:
-            channel.fake = fake  # type: ignore[attr-defined]
             started = time.monotonic()
-            await create(gateway, "limited")
+            await request_factory(gateway, "limited", channel=TO_C1, settle=True)
+            assert_posted(fake)
             attempts = fake.calls_to("chat.postMessage")
             assert [a.failed for a in attempts] == [True, False]
             assert time.monotonic() - started >= 1  # waited out Retry-After
@@ -344,8 +340,11 @@ def reply(
     }
 
 
-async def test_thread_reply_answers_a_question(gateway: RunningGateway, fake: FakeSlack) -> None:
-    await create(gateway, "q", contact=True)
+async def test_thread_reply_answers_a_question(
+    gateway: RunningGateway, fake: FakeSlack, request_factory: RequestFactory
+) -> None:
+    await request_factory(gateway, "q", contact=True, channel=TO_C1, settle=True)
+    assert_posted(fake)
     thread = await parent_ts(gateway, "q", "contact_requests")
     assert (await post_event(gateway, reply(thread, "eu-west-1, please"))).status_code == 200
     answered = await decided(gateway, "q", "contact_requests")
@@ -357,9 +356,14 @@ async def test_thread_reply_answers_a_question(gateway: RunningGateway, fake: Fa
 
 @pytest.mark.parametrize(("text", "approved"), [("LGTM", True), ("not on a Friday", False)])
 async def test_thread_reply_on_an_approval(
-    gateway: RunningGateway, fake: FakeSlack, text: str, approved: bool
+    gateway: RunningGateway,
+    fake: FakeSlack,
+    text: str,
+    approved: bool,
+    request_factory: RequestFactory,
 ) -> None:
-    await create(gateway, "fc")
+    await request_factory(gateway, "fc", channel=TO_C1, settle=True)
+    assert_posted(fake)
     thread = await parent_ts(gateway, "fc")
     await post_event(gateway, reply(thread, text))
     result = await decided(gateway, "fc")
@@ -369,9 +373,10 @@ async def test_thread_reply_on_an_approval(
 
 
 async def test_a_retried_event_decides_once_and_stays_quiet(
-    gateway: RunningGateway, fake: FakeSlack
+    gateway: RunningGateway, fake: FakeSlack, request_factory: RequestFactory
 ) -> None:
-    await create(gateway, "retried")
+    await request_factory(gateway, "retried", channel=TO_C1, settle=True)
+    assert_posted(fake)
     thread = await parent_ts(gateway, "retried")
     await post_event(gateway, reply(thread, "approve"))
     await decided(gateway, "retried")
@@ -383,8 +388,11 @@ async def test_a_retried_event_decides_once_and_stays_quiet(
     assert fake.calls_to("chat.postEphemeral") == []
 
 
-async def test_replies_elsewhere_are_ignored(gateway: RunningGateway, fake: FakeSlack) -> None:
-    await create(gateway, "other")
+async def test_replies_elsewhere_are_ignored(
+    gateway: RunningGateway, fake: FakeSlack, request_factory: RequestFactory
+) -> None:
+    await request_factory(gateway, "other", channel=TO_C1, settle=True)
+    assert_posted(fake)
     thread = await parent_ts(gateway, "other")
     elsewhere = reply(thread, "approve") | {"channel": "C999"}
     top_level = reply(thread, "approve") | {"thread_ts": None}
@@ -397,10 +405,11 @@ async def test_replies_elsewhere_are_ignored(gateway: RunningGateway, fake: Fake
 
 
 async def test_an_empty_thread_reply_rejects_with_a_comment(
-    gateway: RunningGateway, fake: FakeSlack
+    gateway: RunningGateway, fake: FakeSlack, request_factory: RequestFactory
 ) -> None:
     """The SDK raises on a rejection without a comment: the gateway writes one."""
-    await create(gateway, "empty")
+    await request_factory(gateway, "empty", channel=TO_C1, settle=True)
+    assert_posted(fake)
     await post_event(gateway, reply(await parent_ts(gateway, "empty"), ""))
     rejected = await decided(gateway, "empty")
     assert rejected["status"]["approved"] is False

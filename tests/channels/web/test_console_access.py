@@ -40,9 +40,9 @@ from gateway import signed
 from gateway.store import console as console_store
 from gateway.store import outbox as outbox_store
 from gateway.store import projects as project_store
-from gateway.store import requests as request_store
 from gateway.store.tables import OutboxJob
 from gateway.webhooks import add_endpoint
+from tests.factories import RequestFactory
 from tests.helpers import eventually
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings, write_config
 from tests.services.receiver import Received, WebhookReceiver
@@ -124,42 +124,6 @@ async def page_csrf(client: httpx.AsyncClient, path: str = "/console") -> str:
     return csrf_of(response.text)
 
 
-def fc_body(call_id: str, *, run_id: str = "run-1", fn: str = "deploy", **spec: Any) -> Any:
-    return {"run_id": run_id, "call_id": call_id, "spec": {"fn": fn, "kwargs": {}} | spec}
-
-
-async def create_fc(
-    gateway: RunningGateway,
-    call_id: str,
-    *,
-    key: str | None = None,
-    project: str = "default",
-    **body: Any,
-) -> str:
-    """A pending function call (in `key`'s project, named by `project`); returns its rid."""
-    async with gateway.client(key) as api:
-        created = await api.post("/function_calls", json=fc_body(call_id, **body))
-        assert created.status_code == 200, created.text
-    return await rid_of(gateway, call_id, project)
-
-
-async def create_hc(gateway: RunningGateway, call_id: str, *, run_id: str = "run-1") -> str:
-    async with gateway.client() as api:
-        body = {"run_id": run_id, "call_id": call_id, "spec": {"msg": "which region?"}}
-        created = await api.post("/contact_requests", json=body)
-        assert created.status_code == 200, created.text
-    return await rid_of(gateway, call_id, "default")
-
-
-async def rid_of(gateway: RunningGateway, call_id: str, project: str) -> str:
-    async with gateway.core.db.read() as conn:
-        row = await project_store.get_project(conn, project)
-        assert row is not None and row.id is not None
-        request = await request_store.get_by_call_id(conn, row.id, call_id)
-    assert request is not None
-    return request.rid
-
-
 async def api_fc(gateway: RunningGateway, call_id: str, key: str | None = None) -> Any:
     async with gateway.client(key) as api:
         got = await api.get(f"/function_calls/{call_id}")
@@ -193,12 +157,15 @@ async def _project_id(gateway: RunningGateway, name: str) -> int:
 
 
 async def decided_with_a_webhook(
-    gateway: RunningGateway, receiver: WebhookReceiver, call_id: str
+    gateway: RunningGateway,
+    receiver: WebhookReceiver,
+    request_factory: RequestFactory,
+    call_id: str,
 ) -> tuple[OutboxJob, Received]:
     """A call approved through the API in project "default", whose one webhook arrived."""
     default = await _project_id(gateway, "default")
     await add_endpoint(gateway.core, project_id=default, url=receiver.url, events=None)
-    await create_fc(gateway, call_id)
+    await request_factory(gateway, call_id)
     await api_approve(gateway, call_id)
     [delivered] = await receiver.wait_for(1)
     [job] = await webhook_jobs(gateway)
@@ -236,8 +203,10 @@ def flip_last(text: str) -> str:
 # --- signed out
 
 
-async def test_signed_out_pages_send_to_sign_in(gateway: RunningGateway) -> None:
-    rid = await create_fc(gateway, "fc-out")
+async def test_signed_out_pages_send_to_sign_in(
+    gateway: RunningGateway, request_factory: RequestFactory
+) -> None:
+    rid = (await request_factory(gateway, "fc-out", fn="deploy")).rid  # must not leak below
     async with browser(gateway) as visitor:
         for template in (*GET_PAGES, "/console?kind=human_contact&partial=1"):
             path = template.format(rid=rid)
@@ -257,8 +226,10 @@ async def test_signed_out_pages_send_to_sign_in(gateway: RunningGateway) -> None
         assert 'name="next" value="/console/history"' in login.text
 
 
-async def test_a_forged_session_cookie_is_signed_out(gateway: RunningGateway) -> None:
-    await create_fc(gateway, "fc-forged")
+async def test_a_forged_session_cookie_is_signed_out(
+    gateway: RunningGateway, request_factory: RequestFactory
+) -> None:
+    await request_factory(gateway, "fc-forged")
     async with browser(gateway) as alice:
         await sign_in_with_password(alice)
         genuine = alice.cookies[COOKIE]
@@ -274,10 +245,10 @@ async def test_a_forged_session_cookie_is_signed_out(gateway: RunningGateway) ->
 
 
 async def test_signed_out_posts_are_refused_and_change_nothing(
-    gateway: RunningGateway, receiver: WebhookReceiver
+    gateway: RunningGateway, receiver: WebhookReceiver, request_factory: RequestFactory
 ) -> None:
-    job, _ = await decided_with_a_webhook(gateway, receiver, "fc-hooked")
-    rid = await create_fc(gateway, "fc-post-out")
+    job, _ = await decided_with_a_webhook(gateway, receiver, request_factory, "fc-hooked")
+    rid = (await request_factory(gateway, "fc-post-out")).rid
 
     async with browser(gateway) as visitor:
         decided = await visitor.post(
@@ -341,11 +312,13 @@ async def test_sign_in_never_redirects_off_site(gateway: RunningGateway) -> None
             assert not as_browser_reads_it.startswith("//"), location
 
 
-async def test_a_person_sees_and_decides_only_their_projects(gateway: RunningGateway) -> None:
+async def test_a_person_sees_and_decides_only_their_projects(
+    gateway: RunningGateway, request_factory: RequestFactory
+) -> None:
     alpha_key = await gateway.new_key("alpha")
-    alpha_rid = await create_fc(gateway, "alpha-1", key=alpha_key, project="alpha")
-    default_rid = await create_fc(gateway, "default-1")
-    await create_fc(gateway, "default-decided")
+    alpha_rid = (await request_factory(gateway, "alpha-1", key=alpha_key)).rid
+    default_rid = (await request_factory(gateway, "default-1")).rid
+    await request_factory(gateway, "default-decided")
     await api_approve(gateway, "default-decided")
 
     async with browser(gateway) as alice, browser(gateway) as operator:
@@ -417,10 +390,12 @@ async def test_a_sign_in_link_works_once_and_only_by_post(gateway: RunningGatewa
         assert not late.cookies.get(COOKIE)
 
 
-async def test_a_persons_sign_in_link_keeps_their_projects(gateway: RunningGateway) -> None:
+async def test_a_persons_sign_in_link_keeps_their_projects(
+    gateway: RunningGateway, request_factory: RequestFactory
+) -> None:
     alpha_key = await gateway.new_key("alpha")
-    await create_fc(gateway, "alpha-link", key=alpha_key, project="alpha")
-    await create_fc(gateway, "default-link")
+    await request_factory(gateway, "alpha-link", key=alpha_key)
+    await request_factory(gateway, "default-link")
     link = await create_sign_in_link(gateway.core, ALICE, base_url=gateway.base_url)
     async with browser(gateway) as alice:
         assert (await alice.post(urllib.parse.urlsplit(link).path)).status_code == 303
@@ -448,9 +423,11 @@ async def test_expired_and_made_up_sign_in_links_are_refused(gateway: RunningGat
 # --- CSRF and the decision form
 
 
-async def test_a_decision_needs_this_sessions_csrf_token(gateway: RunningGateway) -> None:
+async def test_a_decision_needs_this_sessions_csrf_token(
+    gateway: RunningGateway, request_factory: RequestFactory
+) -> None:
     alpha_key = await gateway.new_key("alpha")
-    rid = await create_fc(gateway, "csrf-1", key=alpha_key, project="alpha")
+    rid = (await request_factory(gateway, "csrf-1", key=alpha_key)).rid
     path = f"/console/requests/{rid}"
 
     async with browser(gateway) as alice, browser(gateway) as alice_elsewhere:
@@ -498,11 +475,11 @@ async def test_sign_out_needs_the_csrf_token(gateway: RunningGateway) -> None:
 
 
 async def test_wrong_answers_are_refused_and_a_late_one_names_the_winner(
-    gateway: RunningGateway,
+    gateway: RunningGateway, request_factory: RequestFactory
 ) -> None:
     options = [{"name": "too_risky", "title": "Too risky"}]
-    rid = await create_fc(gateway, "form-1", reject_options=options)
-    hc_rid = await create_hc(gateway, "form-hc")
+    rid = (await request_factory(gateway, "form-1", reject_options=options)).rid
+    hc_rid = (await request_factory(gateway, "form-hc", contact=True)).rid
     path = f"/console/requests/{rid}"
 
     async with browser(gateway) as operator:
@@ -541,9 +518,9 @@ async def test_wrong_answers_are_refused_and_a_late_one_names_the_winner(
 
 @pytest.mark.parametrize("data", [{"action": "answer"}, {"action": "option"}])
 async def test_a_function_call_is_never_rejected_without_a_reason(
-    gateway: RunningGateway, data: dict[str, str]
+    gateway: RunningGateway, data: dict[str, str], request_factory: RequestFactory
 ) -> None:
-    rid = await create_fc(gateway, "no-reason")
+    rid = (await request_factory(gateway, "no-reason")).rid
     async with browser(gateway) as operator:
         await sign_in_by_link(operator, gateway)
         csrf = await page_csrf(operator, f"/console/requests/{rid}")
@@ -556,8 +533,10 @@ async def test_a_function_call_is_never_rejected_without_a_reason(
 # --- request links (/r/<rid>?t=...)
 
 
-async def test_a_request_link_shows_on_get_and_decides_on_post(gateway: RunningGateway) -> None:
-    rid = await create_fc(gateway, "link-1")
+async def test_a_request_link_shows_on_get_and_decides_on_post(
+    gateway: RunningGateway, request_factory: RequestFactory
+) -> None:
+    rid = (await request_factory(gateway, "link-1")).rid
     link = gateway.core.link(rid, ALICE)
     assert link is not None
     path = local(link)
@@ -593,9 +572,11 @@ async def test_a_request_link_shows_on_get_and_decides_on_post(gateway: RunningG
     assert got["status"]["user_info"] == {"channel": "web", "name": ALICE, "email": ALICE}
 
 
-async def test_bad_request_links_are_refused(gateway: RunningGateway) -> None:
-    rid = await create_fc(gateway, "link-bad")
-    other_rid = await create_fc(gateway, "link-other")
+async def test_bad_request_links_are_refused(
+    gateway: RunningGateway, request_factory: RequestFactory
+) -> None:
+    rid = (await request_factory(gateway, "link-bad")).rid
+    other_rid = (await request_factory(gateway, "link-other")).rid
     good = token_of(gateway.core.link(rid, ALICE) or "")
     other = token_of(gateway.core.link(other_rid, ALICE) or "")
     expired = signed.sign(gateway.core.link_key, {"r": rid, "e": ALICE}, -10)
@@ -631,8 +612,10 @@ async def test_bad_request_links_are_refused(gateway: RunningGateway) -> None:
     await assert_pending(gateway, "link-other")
 
 
-async def test_a_request_link_without_a_token(gateway: RunningGateway) -> None:
-    rid = await create_fc(gateway, "link-none")
+async def test_a_request_link_without_a_token(
+    gateway: RunningGateway, request_factory: RequestFactory
+) -> None:
+    rid = (await request_factory(gateway, "link-none")).rid
     async with browser(gateway) as visitor:
         response = await visitor.get(f"/r/{rid}")
         assert response.status_code == 303
@@ -653,9 +636,9 @@ async def test_a_request_link_without_a_token(gateway: RunningGateway) -> None:
 
 
 async def test_webhook_log_and_redeliver(
-    gateway: RunningGateway, receiver: WebhookReceiver
+    gateway: RunningGateway, receiver: WebhookReceiver, request_factory: RequestFactory
 ) -> None:
-    job, first = await decided_with_a_webhook(gateway, receiver, "hook-1")
+    job, first = await decided_with_a_webhook(gateway, receiver, request_factory, "hook-1")
     msg_id = json.loads(job.payload_json)["msg_id"]
     job_id = job.id
     assert job_id is not None
@@ -732,12 +715,14 @@ async def test_channels_page_shows_what_is_configured(tmp_path: Path) -> None:
 # --- history and queue filters
 
 
-async def test_history_search_and_queue_filters(gateway: RunningGateway) -> None:
-    await create_fc(gateway, "hist-done-7q2", run_id="run-a")
+async def test_history_search_and_queue_filters(
+    gateway: RunningGateway, request_factory: RequestFactory
+) -> None:
+    await request_factory(gateway, "hist-done-7q2", run_id="run-a")
     await api_approve(gateway, "hist-done-7q2")
-    await create_fc(gateway, "hist-open-7q2", run_id="run-a", fn="deploy")
-    await create_fc(gateway, "drop-b", run_id="run-b", fn="drop_table")
-    await create_hc(gateway, "question-b", run_id="run-b")
+    await request_factory(gateway, "hist-open-7q2", run_id="run-a", fn="deploy")
+    await request_factory(gateway, "drop-b", run_id="run-b", fn="drop_table")
+    await request_factory(gateway, "question-b", contact=True, run_id="run-b")
 
     async with browser(gateway) as operator:
         await sign_in_by_link(operator, gateway)

@@ -17,9 +17,8 @@ import pytest
 from playwright.async_api import Browser, BrowserContext, Page, Response, Route, expect
 
 from channels.web.auth import create_sign_in_link, hash_password
-from gateway.store import projects as project_store
-from gateway.store import requests as request_store
 from tests.channels.web.browser import screenshot
+from tests.factories import RequestFactory
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings, write_config
 
 ALICE = "alice@example.org"
@@ -81,43 +80,6 @@ async def open_live(page: Page, url: str) -> None:
     assert (await stream.value).status == 200
 
 
-async def create_call(
-    gateway: RunningGateway,
-    call_id: str,
-    fn: str = "drop_table",
-    kwargs: dict[str, Any] | None = None,
-    run_id: str = "run-1",
-    **spec: Any,
-) -> str:
-    """Create a function call through the API; return its rid."""
-    body = {
-        "run_id": run_id,
-        "call_id": call_id,
-        "spec": {"fn": fn, "kwargs": kwargs if kwargs is not None else {"table": "users"}} | spec,
-    }
-    async with gateway.client() as client:
-        created = await client.post("/function_calls", json=body)
-    assert created.status_code == 200, created.text
-    return await rid_of(gateway, call_id)
-
-
-async def create_contact(gateway: RunningGateway, call_id: str, msg: str, **spec: Any) -> str:
-    body = {"run_id": "run-2", "call_id": call_id, "spec": {"msg": msg} | spec}
-    async with gateway.client() as client:
-        created = await client.post("/contact_requests", json=body)
-    assert created.status_code == 200, created.text
-    return await rid_of(gateway, call_id)
-
-
-async def rid_of(gateway: RunningGateway, call_id: str) -> str:
-    async with gateway.core.db.read() as conn:
-        project = await project_store.get_project(conn, "default")
-        assert project is not None and project.id is not None
-        row = await request_store.get_by_call_id(conn, project.id, call_id)
-    assert row is not None
-    return row.rid
-
-
 async def call_status(gateway: RunningGateway, call_id: str) -> dict[str, Any]:
     async with gateway.client() as client:
         got = await client.get(f"/function_calls/{call_id}")
@@ -165,13 +127,15 @@ async def test_a_sign_in_link_works_once(gateway: RunningGateway, page: Page) ->
     await expect(page.locator(".why")).to_contain_text("used already")
 
 
-async def test_a_new_request_appears_on_the_open_queue(gateway: RunningGateway, page: Page) -> None:
+async def test_a_new_request_appears_on_the_open_queue(
+    gateway: RunningGateway, page: Page, request_factory: RequestFactory
+) -> None:
     await sign_in(page, gateway)
     await open_live(page, f"{gateway.base_url}/console")
     await expect(page.get_by_text("Nothing here.")).to_be_visible()
     await page.evaluate("window.__marker = 1")
 
-    await create_call(gateway, "live-1", fn="delete_branch")
+    await request_factory(gateway, "live-1", fn="delete_branch")
 
     row = page.locator('tr[data-call-id="live-1"]')
     await expect(row).to_be_visible()
@@ -181,12 +145,12 @@ async def test_a_new_request_appears_on_the_open_queue(gateway: RunningGateway, 
 
 
 async def test_a_request_created_while_the_stream_connects_appears(
-    gateway: RunningGateway, page: Page
+    gateway: RunningGateway, page: Page, request_factory: RequestFactory
 ) -> None:
     await sign_in(page, gateway)
 
     async def create_before_connecting(route: Route) -> None:
-        await create_call(gateway, "gap-1")  # after the page's HTML, before the stream
+        await request_factory(gateway, "gap-1")  # after the page's HTML, before the stream
         await route.continue_()
 
     await page.route("**/console/events", create_before_connecting)
@@ -195,8 +159,10 @@ async def test_a_request_created_while_the_stream_connects_appears(
     await expect(page.locator('tr[data-call-id="gap-1"]')).to_be_visible(timeout=2000)
 
 
-async def test_reject_with_a_reason(gateway: RunningGateway, page: Page) -> None:
-    rid = await create_call(gateway, "rej-1")
+async def test_reject_with_a_reason(
+    gateway: RunningGateway, page: Page, request_factory: RequestFactory
+) -> None:
+    rid = (await request_factory(gateway, "rej-1")).rid
     await sign_in(page, gateway)
     await page.goto(request_url(gateway, rid))
 
@@ -213,9 +179,9 @@ async def test_reject_with_a_reason(gateway: RunningGateway, page: Page) -> None
 
 
 async def test_a_decision_through_the_api_appears_on_the_open_page(
-    gateway: RunningGateway, page: Page
+    gateway: RunningGateway, page: Page, request_factory: RequestFactory
 ) -> None:
-    rid = await create_call(gateway, "api-1")
+    rid = (await request_factory(gateway, "api-1")).rid
     await sign_in(page, gateway)
     await open_live(page, request_url(gateway, rid))
     actions = page.locator("[data-actions]")
@@ -230,8 +196,10 @@ async def test_a_decision_through_the_api_appears_on_the_open_page(
     assert await page.evaluate("window.__marker") == 1, "the page reloaded"
 
 
-async def test_an_email_links_get_does_not_decide(gateway: RunningGateway, page: Page) -> None:
-    rid = await create_call(gateway, "mail-1")
+async def test_an_email_links_get_does_not_decide(
+    gateway: RunningGateway, page: Page, request_factory: RequestFactory
+) -> None:
+    rid = (await request_factory(gateway, "mail-1")).rid
     link = emailed_link(gateway, rid, ALICE)
 
     for _ in range(3):  # a mail scanner, a preview, the person: none of these GETs decides
@@ -251,9 +219,9 @@ async def test_an_email_links_get_does_not_decide(gateway: RunningGateway, page:
 
 
 async def test_a_post_without_the_csrf_token_is_refused(
-    gateway: RunningGateway, page: Page
+    gateway: RunningGateway, page: Page, request_factory: RequestFactory
 ) -> None:
-    rid = await create_call(gateway, "csrf-1")
+    rid = (await request_factory(gateway, "csrf-1")).rid
     await sign_in(page, gateway)
     await page.goto(request_url(gateway, rid))
     reject = page.locator("form.reject")
@@ -270,8 +238,10 @@ async def test_a_post_without_the_csrf_token_is_refused(
     assert (await call_status(gateway, "csrf-1"))["approved"] is None
 
 
-async def test_a_late_click_is_told_who_decided(gateway: RunningGateway, browser: Browser) -> None:
-    rid = await create_call(gateway, "race-1")
+async def test_a_late_click_is_told_who_decided(
+    gateway: RunningGateway, browser: Browser, request_factory: RequestFactory
+) -> None:
+    rid = (await request_factory(gateway, "race-1")).rid
     contexts: list[BrowserContext] = []
     try:
         for _ in range(2):
@@ -305,8 +275,10 @@ async def test_a_late_click_is_told_who_decided(gateway: RunningGateway, browser
     assert status["approved"] is True and status["user_info"]["email"] == ALICE
 
 
-async def test_screenshots_of_a_varied_queue(gateway: RunningGateway, page: Page) -> None:
-    deploy = await create_call(
+async def test_screenshots_of_a_varied_queue(
+    gateway: RunningGateway, page: Page, request_factory: RequestFactory
+) -> None:
+    deploy = await request_factory(
         gateway,
         "deploy-7f3a",
         fn="deploy_service",
@@ -320,14 +292,15 @@ async def test_screenshots_of_a_varied_queue(gateway: RunningGateway, page: Page
             "notes": "Roll out the new invoice rounding; rollback plan in RUNBOOK-112.",
         },
     )
-    await create_contact(
+    question = await request_factory(
         gateway,
         "ask-db1",
-        "The nightly export found 1,204 customers without a country code.\n"
+        contact=True,
+        msg="The nightly export found 1,204 customers without a country code.\n"
         "Should I default them to the billing address country, or skip them?",
         subject="Missing country codes",
     )
-    await create_call(
+    refund = await request_factory(
         gateway,
         "refund-9",
         fn="issue_refund",
@@ -338,7 +311,7 @@ async def test_screenshots_of_a_varied_queue(gateway: RunningGateway, page: Page
             {"name": "ask_customer", "title": "Ask the customer first"},
         ],
     )
-    decided = await create_call(gateway, "cleanup-2", fn="delete_old_snapshots")
+    decided = await request_factory(gateway, "cleanup-2", fn="delete_old_snapshots")
     await approve_by_api(gateway, "cleanup-2")
 
     await sign_in(page, gateway)
@@ -347,22 +320,20 @@ async def test_screenshots_of_a_varied_queue(gateway: RunningGateway, page: Page
     await expect(args).to_contain_text("service=billing-api, env=production, image={")
     paths = [await screenshot(page, "queue")]
 
-    await page.goto(request_url(gateway, deploy))
+    await page.goto(request_url(gateway, deploy.rid))
     await expect(page.get_by_role("button", name="Approve")).to_be_visible()
     paths.append(await screenshot(page, "request"))
 
-    refund = await rid_of(gateway, "refund-9")
-    await page.goto(request_url(gateway, refund))
+    await page.goto(request_url(gateway, refund.rid))
     await expect(page.get_by_role("button", name="Amount too high")).to_be_visible()
     await expect(page.get_by_text("Or reject with one of these:")).to_be_visible()
     paths.append(await screenshot(page, "request-options"))
 
-    question = await rid_of(gateway, "ask-db1")
-    await page.goto(request_url(gateway, question))
+    await page.goto(request_url(gateway, question.rid))
     await expect(page.get_by_role("button", name="Send answer")).to_be_visible()
     paths.append(await screenshot(page, "request-question"))
 
-    await page.goto(request_url(gateway, decided))
+    await page.goto(request_url(gateway, decided.rid))
     await expect(page.locator("#live [data-status]")).to_have_attribute("data-status", "approved")
     paths.append(await screenshot(page, "request-decided"))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from gateway.routing import Target
+from gateway.supervisor import Supervisor
 from gateway.views import RequestView, Sent
 
 if TYPE_CHECKING:
@@ -47,3 +48,12 @@ class Checkable(Protocol):
     async def check(self) -> str:
         """A line describing the working connection; raise DeliveryError when it fails."""
         ...
+
+
+@runtime_checkable
+class Connected(Protocol):
+    """A channel that keeps a platform connection open, under a supervisor.
+
+    `connection` is None while the channel needs none (not configured, Slack over HTTP)."""
+
+    connection: Supervisor | None

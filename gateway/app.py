@@ -11,10 +11,10 @@ from contextlib import asynccontextmanager
 import httpx
 from fastapi import FastAPI
 
-from channels.base import Mountable
+from channels.base import Channel, Mountable
 from channels.registry import REGISTRY
 from gateway import __version__
-from gateway.api import errors, extensions, routes
+from gateway.api import channels_status, errors, extensions, routes
 from gateway.api.body import BodyLimit
 from gateway.bootstrap import sync_config_webhooks
 from gateway.core import Core
@@ -26,6 +26,7 @@ from gateway.store import Database, migrate
 from gateway.store.engine import DECIDED_CHANNEL, EVERYONE, OUTBOX_CHANNEL
 
 log = logging.getLogger(__name__)
+START_SECONDS = 2.0  # a channel's start only launches tasks; a slow one is a bug, not a wait
 
 
 def build_core(settings: Settings) -> Core:
@@ -54,8 +55,8 @@ async def running(core: Core) -> AsyncIterator[Dispatcher]:
     await migrate.upgrade(core.db)
     await sync_config_webhooks(core)
     await core.db.listen(lambda channel, payload: _on_notify(core, channel, payload))
-    for channel in core.channels.values():
-        await channel.start()
+    for name, channel in core.channels.items():
+        await _start(name, channel)
     async with httpx.AsyncClient() as http:
         dispatcher = Dispatcher(core, http)
         worker = asyncio.create_task(dispatcher.run(), name="outbox")
@@ -65,9 +66,26 @@ async def running(core: Core) -> AsyncIterator[Dispatcher]:
             dispatcher.stop()
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.wait_for(worker, timeout=10)
-            for channel in core.channels.values():
-                await channel.aclose()
+            for name, channel in core.channels.items():
+                await _close(name, channel)
             await core.db.aclose()
+
+
+async def _start(name: str, channel: Channel) -> None:
+    """Platform connections start in the background: nothing a platform does holds up the API."""
+    try:
+        async with asyncio.timeout(START_SECONDS):
+            await channel.start()
+    except Exception:
+        log.exception("channel %s did not start; the gateway runs without it", name)
+
+
+async def _close(name: str, channel: Channel) -> None:
+    try:
+        async with asyncio.timeout(START_SECONDS):
+            await channel.aclose()
+    except Exception:
+        log.exception("channel %s did not close cleanly", name)
 
 
 def create_app(core: Core) -> FastAPI:
@@ -82,6 +100,7 @@ def create_app(core: Core) -> FastAPI:
     app.include_router(routes.health)
     app.include_router(routes.health, prefix="/humanlayer/v1")
     app.include_router(extensions.router, prefix="/gateway/v1")
+    app.include_router(channels_status.router, prefix="/gateway/v1")
     for channel in core.channels.values():
         if isinstance(channel, Mountable):
             channel.mount(app, core)

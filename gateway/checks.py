@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import sqlalchemy as sa
 
 from channels.base import Channel, Checkable
@@ -13,6 +15,7 @@ from gateway.ssrf import pin_public
 from gateway.store import Database, migrate
 from gateway.store import projects as project_store
 from gateway.store.tables import ApiKey
+from gateway.supervisor import health_after
 
 
 async def run_checks(settings: Settings) -> int:
@@ -31,7 +34,7 @@ async def run_checks(settings: Settings) -> int:
     except ValueError as error:
         problems.append(f"config: {error}")
     for name, factory in REGISTRY.items():
-        problem = await _check_channel(name, factory())
+        problem = await _check_channel(name, factory(), settings.channel_connect_timeout_seconds)
         if problem:
             problems.append(problem)
     db = Database(settings.database_url)
@@ -78,8 +81,9 @@ def _stale_key_targets(config: RoutingConfig, keys: list[ApiKey]) -> list[str]:
     return problems
 
 
-async def _check_channel(name: str, channel: Channel) -> str | None:
-    """Log in where the channel can; a channel that is not configured is not a problem."""
+async def _check_channel(name: str, channel: Channel, within: float) -> str | None:
+    """Log in where the channel can, within the connect timeout the gateway itself uses, and
+    name the state the gateway's connection would be in; a channel not configured is fine."""
     missing = channel.missing_settings()
     if missing:
         print(f"info channel {name}: not configured (set {', '.join(missing)})")
@@ -88,9 +92,13 @@ async def _check_channel(name: str, channel: Channel) -> str | None:
         print(f"info channel {name}: configured")
         return None
     try:
-        print(f"ok   channel {name}: {await channel.check()}")
-    except DeliveryError as error:
-        return f"channel {name}: {error}"
+        async with asyncio.timeout(within):
+            line = await channel.check()
+        print(f"ok   channel {name}: connected, {line}")
+    except TimeoutError:
+        return f"channel {name}: retrying: no answer within {within:g} s"
+    except Exception as error:  # whatever the platform client raised: say it, never crash
+        return f"channel {name}: {health_after(error).describe()}"
     finally:
         await channel.aclose()  # a check may have opened a session (Discord logs in)
     return None

@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import webhooks
 from gateway.core import Core
-from gateway.errors import DeliveryError
+from gateway.errors import ChannelDown, DeliveryError
 from gateway.intake import queue_delivery
 from gateway.lifecycle import Status
 from gateway.retry import RetryPolicy
@@ -28,6 +28,7 @@ from gateway.store import outbox as outbox_store
 from gateway.store import projects as project_store
 from gateway.store import requests as request_store
 from gateway.store.tables import Delivery, OutboxJob, Request
+from gateway.supervisor import connected
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +109,8 @@ class Dispatcher:
             record = await self._handlers[job.kind](job)
         except webhooks.EndpointGone as gone:
             await self._endpoint_gone(job, str(gone))
+        except ChannelDown as down:
+            await self._wait_for_channel(job, down)
         except DeliveryError as error:
             await self._failed(job, error)
         except Exception as error:  # a bug or an unmapped SDK error: retry, never lose the job
@@ -141,6 +144,17 @@ class Dispatcher:
             " for good" if final else ", will retry",
             error,
         )
+
+    async def _wait_for_channel(self, job: OutboxJob, down: ChannelDown) -> None:
+        """Keep the attempt: the job is due again when the channel connects (or at the cap)."""
+        assert job.id is not None
+        run_at = utcnow() + timedelta(seconds=self.core.settings.channel_retry_cap_seconds)
+        async with self.core.db.write() as conn:
+            await outbox_store.postpone(conn, job.id, run_at=run_at, error=str(down))
+            await self._note_failure(conn, job, str(down), final=False)
+            if connected(self.core.channels.get(down.channel)):  # it came up meanwhile
+                await outbox_store.resume_waiting(conn, ChannelDown.marker(down.channel))
+        log.info("outbox job %s (%s) waits: %s", job.id, job.kind, down)
 
     async def _note_failure(
         self, conn: AsyncConnection, job: OutboxJob, error: str, *, final: bool

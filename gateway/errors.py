@@ -64,3 +64,17 @@ class DeliveryError(GatewayError):
 class ChannelNotConfigured(DeliveryError):
     def __init__(self, message: str) -> None:
         super().__init__(message, retryable=False)
+
+
+class ChannelDown(DeliveryError):
+    """The channel's platform connection is not up: the job waits for it without spending
+    an attempt, and goes out as soon as the connection is back."""
+
+    def __init__(self, channel: str, health: str) -> None:
+        super().__init__(f"{self.marker(channel)}: {health}", retryable=True)
+        self.channel = channel
+
+    @staticmethod
+    def marker(channel: str) -> str:
+        """The start of the job's last error while it waits (found again on reconnect)."""
+        return f"{channel} is not connected"

@@ -281,7 +281,7 @@ async def test_discord_check_and_invite_url_log_in_to_discord(cli: Cli) -> None:
         env = {"DISCORD_API_URL": fake.api_url, "DISCORD_GATEWAY_URL": fake.gateway_url}
         checked = await cli("check", DISCORD_BOT_TOKEN=fake.TOKEN, **env)
         assert checked.returncode == 0, checked
-        assert "ok   channel discord: signed in as" in checked.stdout
+        assert "ok   channel discord: connected, signed in as" in checked.stdout
         invite = await cli("discord", "invite-url", DISCORD_BOT_TOKEN=fake.TOKEN, **env)
         assert invite.returncode == 0, invite
         assert f"client_id={fake.APPLICATION_ID}" in invite.last_line

@@ -12,6 +12,7 @@ import yarl
 from channels.discord.interactions import BUTTON_TEMPLATE, Interactions
 from channels.discord.render import ButtonSpec, custom_id
 from channels.discord.settings import DiscordSettings
+from gateway.supervisor import Link
 
 # discord.py warns about these at every login; the gateway uses no voice and no guild cache.
 _EXPECTED_WARNINGS = ("voice will NOT be supported", "Guilds intent seems to be disabled")
@@ -53,13 +54,27 @@ class RequestButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=BUT
 
 
 class GatewayBot(discord.Client):
-    def __init__(self, interactions: Interactions | None) -> None:
+    def __init__(self, interactions: Interactions | None, link: Link | None) -> None:
         super().__init__(
             intents=discord.Intents.none(),  # interactions arrive without any intent
             allowed_mentions=discord.AllowedMentions.none(),
             max_ratelimit_timeout=MAX_RATELIMIT_WAIT_SECONDS,
         )
         self.interactions = interactions
+        self.link = link
+
+    # The supervisor's view of the websocket, which discord.py re-opens by itself.
+    async def on_connect(self) -> None:  # READY received; on_ready waits 2 s more for guilds
+        if self.link is not None:
+            self.link.up()
+
+    async def on_resumed(self) -> None:
+        if self.link is not None:
+            self.link.up()
+
+    async def on_disconnect(self) -> None:
+        if self.link is not None and not self.is_closed():
+            self.link.down("the websocket dropped; discord.py is reconnecting")
 
     async def setup_hook(self) -> None:
         self.add_dynamic_items(RequestButton)

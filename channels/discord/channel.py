@@ -6,8 +6,6 @@ gateway websocket, which discord.py keeps open, resuming or re-identifying after
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import hashlib
 import logging
 from typing import TYPE_CHECKING, Any
@@ -19,8 +17,9 @@ from channels.discord.bot import GatewayBot, button_view, point_at
 from channels.discord.interactions import Interactions
 from channels.discord.render import approval, decided, question
 from channels.discord.settings import DiscordSettings
-from gateway.errors import ChannelNotConfigured, DeliveryError
+from gateway.errors import ChannelDown, ChannelNotConfigured, DeliveryError
 from gateway.routing import Target
+from gateway.supervisor import Link, Supervisor, require_up, supervise
 from gateway.views import RequestView, Sent
 
 if TYPE_CHECKING:
@@ -95,55 +94,59 @@ class DiscordChannel:
     def __init__(self, settings: DiscordSettings | None = None) -> None:
         self.settings = settings or DiscordSettings()
         self.interactions: Interactions | None = None
+        self.connection: Supervisor | None = None
         self._bot: GatewayBot | None = None
-        self._connection: asyncio.Task[None] | None = None
-        self._login = asyncio.Lock()
 
     def missing_settings(self) -> list[str]:
         return [] if self.settings.bot_token else ["DISCORD_BOT_TOKEN"]
 
-    @property
-    def connected(self) -> bool | None:
-        """The bot's websocket session is up (for the console's channel page)."""
-        if self.missing_settings():
-            return None
-        return self._bot is not None and self._bot.is_ready() and not self._bot.is_closed()
-
     def mount(self, app: FastAPI, core: Core, /) -> None:
         """No HTTP routes: clicks come over the bot's websocket. This hands over the core."""
         self.interactions = Interactions(core)
+        if not self.missing_settings():
+            self.connection = supervise(core, self.name, self._session)
 
     async def start(self) -> None:
-        if self.missing_settings():
-            return
-        try:
-            await self.bot()
-        except DeliveryError as error:  # the outbox retries sends; the gateway still starts
-            log.error("discord: %s", error)
+        if self.connection is not None:
+            self.connection.start()
 
-    async def bot(self) -> GatewayBot:
-        """The logged-in bot; its websocket is opened once there are clicks to handle."""
+    async def _session(self, link: Link) -> None:
+        """Log in (REST works from then on), open the websocket, run until it ends for good;
+        discord.py resumes or re-identifies after a drop by itself."""
+        bot = GatewayBot(self.interactions, link)
+        try:
+            await self._login(bot)
+            self._bot = bot
+            await bot.connect(reconnect=True)  # the bot tells `link` when READY arrives
+        finally:
+            self._bot = None
+            await bot.close()
+
+    async def _login(self, bot: GatewayBot) -> None:
         if self.settings.bot_token is None:
             raise ChannelNotConfigured("discord is not configured: set DISCORD_BOT_TOKEN")
-        async with self._login:
-            if self._bot is None:
-                point_at(self.settings)
-                bot = GatewayBot(self.interactions)
-                try:
-                    await bot.login(self.settings.bot_token.get_secret_value())
-                except _ERRORS as error:
-                    await bot.close()
-                    raise as_delivery_error(error) from None
-                self._bot = bot
-            if self.interactions is not None and self._connection is None:
-                self._connection = asyncio.create_task(self._connect(self._bot))
-        return self._bot
-
-    async def _connect(self, bot: GatewayBot) -> None:
+        point_at(self.settings)
         try:
-            await bot.connect(reconnect=True)  # resumes or re-identifies by itself
-        except discord.DiscordException as error:
-            log.error("discord: the websocket stopped for good: %s", error)
+            await bot.login(self.settings.bot_token.get_secret_value())
+        except _ERRORS as error:
+            raise as_delivery_error(error) from None
+
+    async def bot(self) -> GatewayBot:
+        """The logged-in bot; without a running connection (the CLI), a REST-only login."""
+        if self.connection is not None:
+            require_up(self.name, self.connection)
+            if self._bot is None:  # the session is just tearing down
+                raise ChannelDown(self.name, "the websocket session ended")
+            return self._bot
+        if self._bot is None:
+            bot = GatewayBot(None, None)
+            try:
+                await self._login(bot)
+            except BaseException:
+                await bot.close()
+                raise
+            self._bot = bot
+        return self._bot
 
     async def send(self, request: RequestView, target: Target, /) -> Sent:
         embed, buttons = (approval if request.kind == "function_call" else question)(request)
@@ -200,9 +203,8 @@ class DiscordChannel:
         return str(discord.utils.oauth_url(application_id, permissions=PERMISSIONS))
 
     async def aclose(self) -> None:
-        if self._bot is not None:
+        if self.connection is not None:
+            await self.connection.aclose()
+        elif self._bot is not None:
             await self._bot.close()
-        if self._connection is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.wait_for(self._connection, timeout=5)
-        self._bot, self._connection = None, None
+        self._bot = None

@@ -6,8 +6,6 @@ from an MTA pipe or a provider) goes through one pipeline (`inbound.Inbox`).
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import hmac
 from dataclasses import replace
 from email.message import EmailMessage
@@ -22,6 +20,7 @@ from channels.email.inbound import Inbox
 from channels.email.settings import EmailSettings
 from gateway.errors import ChannelNotConfigured, DeliveryError, InvalidInput, NotFound, Unauthorized
 from gateway.routing import Target
+from gateway.supervisor import Supervisor, supervise
 from gateway.views import RequestView, Sent
 
 if TYPE_CHECKING:
@@ -53,17 +52,12 @@ class EmailChannel:
         self.core: Core | None = None
         self.inbox: Inbox | None = None
         self.watcher: Watcher | None = None
+        self.connection: Supervisor | None = None  # the IMAP watcher's, when IMAP_HOST is set
         self._key: bytes | None = None
-        self._watching: asyncio.Task[None] | None = None
 
     def missing_settings(self) -> list[str]:
         required = {"SMTP_HOST": self.settings.smtp_host, "EMAIL_FROM": self.settings.email_from}
         return [name for name, value in required.items() if not value]
-
-    @property
-    def connected(self) -> bool | None:
-        """The IMAP watcher is signed in (None when replies come only by HTTP)."""
-        return None if self.watcher is None else self.watcher.connected.is_set()
 
     def mount(self, app: FastAPI, core: Core, /) -> None:
         """Serve `POST /email/inbound` (raw MIME, EMAIL_INBOUND_SECRET as a bearer token)."""
@@ -72,11 +66,12 @@ class EmailChannel:
         self.inbox = Inbox(core, self.settings, self._key, self._send)
         if self.settings.imap_host:
             self.watcher = Watcher(self.settings, core.db, self.inbox.receive)
+            self.connection = supervise(core, "imap", self.watcher.session)
         app.add_api_route("/email/inbound", self._inbound, methods=["POST"], tags=["email"])
 
     async def start(self) -> None:
-        if self.watcher is not None:
-            self._watching = asyncio.create_task(self.watcher.run(), name="imap-watcher")
+        if self.connection is not None:
+            self.connection.start()
 
     def key(self) -> bytes:
         if self._key is None:
@@ -165,10 +160,7 @@ class EmailChannel:
         return f"SMTP signed in to {settings.smtp_host}:{settings.smtp_port}"
 
     async def aclose(self) -> None:
-        if self._watching is not None:
-            self._watching.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._watching
-            self._watching = None
+        if self.connection is not None:
+            await self.connection.aclose()
         if self.inbox is not None:
             await self.inbox.settled()

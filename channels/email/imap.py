@@ -4,7 +4,8 @@ Each pass fetches the UIDs after the checkpoint with BODY.PEEK[] (so a crash lea
 mail unread), hands each message to the pipeline, and only once that has committed marks it
 \\Seen and moves the `(mailbox, UIDVALIDITY, last UID)` checkpoint. IDLE is re-issued every
 IMAP_POLL_SECONDS, and each wake-up searches again, so a missed push costs one period at
-most. A dropped connection (a server restart) is reopened with backoff.
+most. A dropped connection (a server restart) ends the session; the channel's supervisor
+opens a new one with backoff.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ import aioimaplib
 
 from channels.email.settings import EmailSettings
 from channels.email.smtp import tls_context
-from gateway.retry import RetryPolicy
 from gateway.store import Database
 from gateway.store import email as email_store
+from gateway.supervisor import Link
 
 log = logging.getLogger(__name__)
 
@@ -42,18 +43,25 @@ def _ok(response: Any, what: str) -> Any:
     return response
 
 
-async def connect(settings: EmailSettings) -> aioimaplib.IMAP4:
-    """A logged-in client, over TLS, STARTTLS or plain TCP as IMAP_SECURITY says."""
-    context = tls_context(settings.imap_ca_file)
+def new_client(settings: EmailSettings) -> aioimaplib.IMAP4:
+    """A client that starts connecting at once, over TLS or plain TCP as IMAP_SECURITY says."""
     client_class = aioimaplib.IMAP4_SSL if settings.imap_security == "tls" else aioimaplib.IMAP4
-    kwargs: dict[str, Any] = {"ssl_context": context} if settings.imap_security == "tls" else {}
-    client = client_class(host=settings.imap_host, port=settings.imap_port, timeout=30, **kwargs)
+    kwargs: dict[str, Any] = (
+        {"ssl_context": tls_context(settings.imap_ca_file)}
+        if settings.imap_security == "tls"
+        else {}
+    )
+    return client_class(host=settings.imap_host, port=settings.imap_port, timeout=30, **kwargs)
+
+
+async def sign_in(client: aioimaplib.IMAP4, settings: EmailSettings) -> None:
+    """Wait for the greeting, upgrade with STARTTLS when asked to, and log in."""
+    context = tls_context(settings.imap_ca_file)
     await client.wait_hello_from_server()
     if settings.imap_security == "starttls":
         await _starttls(client, str(settings.imap_host), context)
     password = settings.imap_password.get_secret_value() if settings.imap_password else ""
     _ok(await client.login(settings.imap_username or "", password), "LOGIN")
-    return client
 
 
 async def _starttls(client: aioimaplib.IMAP4, host: str, context: ssl.SSLContext) -> None:
@@ -76,38 +84,24 @@ class Watcher:
         self.db = db
         self.receive = receive
         self.mailbox = settings.imap_mailbox
-        self.backoff = RetryPolicy(base=0.5, cap=60.0)
-        self.failures = 0
         self.connected = asyncio.Event()  # set while logged in and watching (tests wait on it)
-        self.last_error: str | None = None
 
-    async def run(self) -> None:
-        """Watch until cancelled; reconnect with backoff after any failure."""
-        while True:
-            try:
-                await self._session()
-            except asyncio.CancelledError:
-                raise
-            except Exception as error:
-                self.connected.clear()
-                self.failures += 1
-                self.last_error = f"{type(error).__name__}: {error}"
-                delay = self.backoff.delay(self.failures)
-                log.warning("imap: %s; reconnecting in %.1f s", self.last_error, delay)
-                await asyncio.sleep(delay)
-
-    async def _session(self) -> None:
-        client = await connect(self.settings)
+    async def session(self, link: Link) -> None:
+        """Sign in, then drain and IDLE until the connection fails; the channel's supervisor
+        reconnects with backoff."""
+        client = new_client(self.settings)
         try:
+            await sign_in(client, self.settings)
             uidvalidity = await self._select(client)
             self.connected.set()
-            self.failures, self.last_error = 0, None
+            link.up()
             while True:
                 await self._drain(client, uidvalidity)
                 await self._idle(client)
         finally:
+            signed_in = self.connected.is_set()
             self.connected.clear()
-            await _close(client)
+            await _close(client, polite=signed_in)
 
     async def _select(self, client: aioimaplib.IMAP4) -> int:
         response = _ok(await client.select(self.mailbox), f"SELECT {self.mailbox}")
@@ -167,11 +161,12 @@ class Watcher:
 
 async def check(settings: EmailSettings) -> str:
     """Log in and select the mailbox, as `gateway check` does."""
-    client = await connect(settings)
+    client = new_client(settings)
     try:
+        await sign_in(client, settings)
         _ok(await client.select(settings.imap_mailbox), f"SELECT {settings.imap_mailbox}")
     finally:
-        await _close(client)
+        await _close(client, polite=True)
     return f"IMAP signed in as {settings.imap_username}, {settings.imap_mailbox} selected"
 
 
@@ -193,8 +188,14 @@ def _has_news(push: Any) -> bool:
     return any(b"EXISTS" in line for line in _lines(push))
 
 
-async def _close(client: aioimaplib.IMAP4) -> None:
+async def _close(client: aioimaplib.IMAP4, *, polite: bool) -> None:
+    """LOGOUT when signed in; otherwise (a server that never answered) just hang up."""
+    if not polite:
+        client._client_task.cancel()  # still connecting, perhaps
     if _gone(client):
+        return
+    if not polite:
+        client.protocol.transport.close()
         return
     try:
         await asyncio.wait_for(client.logout(), timeout=5)

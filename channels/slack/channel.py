@@ -7,7 +7,6 @@ from typing import Any
 
 from aiohttp import ClientError
 from fastapi import FastAPI, Request, Response
-from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
@@ -28,6 +27,7 @@ from channels.slack.settings import SlackSettings
 from gateway.core import Core
 from gateway.errors import ChannelNotConfigured, DeliveryError
 from gateway.routing import Target
+from gateway.supervisor import Link, Supervisor, require_up, supervise
 from gateway.views import RequestView, Sent
 
 log = logging.getLogger(__name__)
@@ -68,7 +68,7 @@ class SlackChannel:
         self._clients: dict[str, AsyncWebClient] = {}
         self.installations: Installations | None = None
         self._bolt: AsyncApp | None = None
-        self._socket: AsyncSocketModeHandler | None = None
+        self.connection: Supervisor | None = None
 
     @property
     def installable(self) -> bool:
@@ -80,10 +80,24 @@ class SlackChannel:
     async def start(self) -> None:
         if self.installations is not None:
             await self.installations.create_tables()
-        if self._bolt is not None and self.settings.app_token is not None:
-            # Socket Mode: Slack's events arrive over a WebSocket, no public URL needed.
-            token = self.settings.app_token.get_secret_value()
-            self._socket = await socket_mode.connect(self._bolt, token, self.settings.api_url)
+        if self.connection is not None:
+            self.connection.start()
+
+    async def _socket_session(self, link: Link) -> None:
+        """Socket Mode: Slack's events arrive over a WebSocket, no public URL needed."""
+        assert self._bolt is not None and self.settings.app_token is not None
+        token = self.settings.app_token.get_secret_value()
+        try:
+            handler = await socket_mode.connect(
+                self._bolt, token, self.settings.api_url, within=None
+            )
+        except (SlackApiError, ClientError) as error:
+            raise as_delivery_error(error) from None
+        try:
+            link.up()
+            await socket_mode.watch(handler, link.up, link.down)
+        finally:
+            await socket_mode.disconnect(handler)
 
     async def _token(self, request: RequestView, target: Target | None) -> str:
         """The request's own bot token (HumanLayer's BYO app), else its workspace's
@@ -120,6 +134,7 @@ class SlackChannel:
         extra: dict[str, Any] = {}
         if target.address.get("thread_ts"):
             extra["thread_ts"] = target.address["thread_ts"]
+        require_up(self.name, self.connection)  # in Socket Mode, clicks need the socket
         await self.pacer.wait_turn(channel)
         try:
             client = await self.client(request, target)
@@ -134,6 +149,7 @@ class SlackChannel:
 
     async def update(self, request: RequestView, target: Target, ref: dict[str, Any], /) -> None:
         message = decided_message(request)
+        require_up(self.name, self.connection)
         try:
             client = await self.client(request, target)
             await client.chat_update(channel=ref["channel"], ts=ref["ts"], **message)
@@ -188,6 +204,8 @@ class SlackChannel:
             )
         SlackListeners(core).register(bolt)
         self._bolt = bolt
+        if self.settings.app_token is not None:
+            self.connection = supervise(core, self.name, self._socket_session)
         handler = AsyncSlackRequestHandler(bolt)
 
         async def callbacks(request: Request) -> Response:
@@ -200,7 +218,6 @@ class SlackChannel:
                 app.add_api_route(path, callbacks, methods=["GET"], include_in_schema=False)
 
     async def aclose(self) -> None:
-        if self._socket is not None:
-            await socket_mode.disconnect(self._socket)
-            self._socket = None
+        if self.connection is not None:
+            await self.connection.aclose()
         self._clients.clear()

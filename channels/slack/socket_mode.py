@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
@@ -12,13 +13,14 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 
 async def connect(
-    app: AsyncApp, app_token: str, api_url: str, *, within: float = 30
+    app: AsyncApp, app_token: str, api_url: str, *, within: float | None = 30
 ) -> AsyncSocketModeHandler:
     """Open the Socket Mode connection that feeds Slack's events and clicks to `app`.
 
     `apps.connections.open` goes to `api_url` with the app-level (`xapp-`) token. A refused
     token raises SlackApiError at once; slack_sdk would otherwise retry it forever, as it does
-    an unreachable WebSocket, which is why the whole connect is bounded by `within` seconds.
+    an unreachable WebSocket, which is why the whole connect is bounded by `within` seconds
+    (None: by the caller, as the channel's supervisor does).
     """
     web_client = AsyncWebClient(
         base_url=api_url, timeout=10, retry_handlers=[AsyncConnectionErrorRetryHandler()]
@@ -34,6 +36,20 @@ async def connect(
         await disconnect(handler)
         raise
     return handler
+
+
+async def watch(
+    handler: AsyncSocketModeHandler, up: Callable[[], None], down: Callable[[str], None]
+) -> None:
+    """Report the connection's state for as long as it lives: slack_sdk re-opens a dropped
+    WebSocket by itself, and checks it with a ping every `ping_interval` seconds."""
+    client: SocketModeClient = handler.client
+    while not client.closed:
+        await asyncio.sleep(client.ping_interval)  # the interval slack_sdk itself checks at
+        if await client.is_connected():
+            up()
+        else:
+            down("the Socket Mode connection dropped; slack_sdk is reconnecting")
 
 
 async def disconnect(handler: AsyncSocketModeHandler) -> None:

@@ -12,6 +12,7 @@ import jinja2
 from fastapi.responses import HTMLResponse
 
 from channels.base import Channel
+from gateway.channel_status import channel_state
 from gateway.store import as_utc, utcnow
 from gateway.store.tables import Delivery, OutboxJob, Request, RequestEvent, WebhookEndpoint
 
@@ -158,14 +159,14 @@ def webhook_job(job: OutboxJob) -> dict[str, Any]:
 def channel_health(
     name: str, channel: Channel, last_error: tuple[str, datetime] | None
 ) -> dict[str, Any]:
-    """Configured (settings present), connected (when the channel can tell), last error."""
-    missing = channel.missing_settings()
-    connected: Any = getattr(channel, "connected", None)
+    """Configured (settings present), the connection's state and since when, last error."""
+    state = channel_state(name, channel)
     return {
         "name": name,
-        "configured": not missing,
-        "missing": ", ".join(missing),
-        "connected": "n/a" if connected is None else ("yes" if connected else "no"),
+        "configured": state.configured,
+        "missing": ", ".join(state.missing),
+        "connection": state.connection or "n/a",
+        "connection_age": age(state.since) if state.since else None,
         "last_error": last_error[0] if last_error else None,
         "last_error_age": age(last_error[1]) if last_error else None,
     }

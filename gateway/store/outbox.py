@@ -84,6 +84,29 @@ async def retry(conn: AsyncConnection, job_id: int, *, run_at: datetime, error: 
     await conn.execute(sa.update(_job).where(_job.c.id == job_id).values(values))
 
 
+async def postpone(conn: AsyncConnection, job_id: int, *, run_at: datetime, error: str) -> None:
+    """Try again later without spending an attempt (the channel itself was down)."""
+    values = {
+        "status": "pending",
+        "run_at": run_at,
+        "attempts": _job.c.attempts - 1,
+        "locked_until": None,
+        "last_error": error,
+        "updated_at": utcnow(),
+    }
+    await conn.execute(sa.update(_job).where(_job.c.id == job_id).values(values))
+
+
+async def resume_waiting(conn: AsyncConnection, marker: str) -> int:
+    """Jobs postponed because a channel was down are due now that it is up."""
+    query = (
+        sa.update(_job)
+        .where(_job.c.status == "pending", _job.c.last_error.startswith(marker, autoescape=True))
+        .values(run_at=utcnow())
+    )
+    return (await conn.execute(query)).rowcount
+
+
 async def bury(conn: AsyncConnection, job_id: int, *, error: str) -> None:
     """The last attempt failed: the job is dead and stays visible for an operator."""
     values = {"status": "dead", "locked_until": None, "last_error": error, "updated_at": utcnow()}

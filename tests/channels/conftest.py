@@ -1,4 +1,4 @@
-"""Fixtures for the email channel: a real Dovecot (IMAP + LMTP) and an SMTP sink."""
+"""Fixtures for channel tests: a real Dovecot (IMAP + LMTP) and an SMTP sink."""
 
 from __future__ import annotations
 

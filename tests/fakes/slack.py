@@ -178,6 +178,11 @@ class FakeSlack:
         async with asyncio.timeout(within), self._changed:
             await self._changed.wait_for(lambda: bool(self._sockets))
 
+    async def wait_for_socket_close(self, within: float = 10) -> None:
+        """Until no Socket Mode connection is open."""
+        async with asyncio.timeout(within), self._changed:
+            await self._changed.wait_for(lambda: not self._sockets)
+
     async def send_envelope(
         self, type_: str, payload: dict[str, Any], *, accepts_response_payload: bool = True
     ) -> str:

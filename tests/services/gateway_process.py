@@ -36,6 +36,7 @@ class GatewayProcess:
         self.api_key: str | None = None
         self.console_link: str | None = None
         self.output: list[str] = []
+        self.started_at: float | None = None  # time.monotonic() at spawn
         self._reader: threading.Thread | None = None
 
     @property
@@ -47,6 +48,7 @@ class GatewayProcess:
         return f"{self.base_url}/humanlayer/v1"
 
     def start(self, timeout: float = 30) -> GatewayProcess:
+        self.started_at = time.monotonic()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "gateway", "serve"],
             cwd=self.workdir,
@@ -89,6 +91,9 @@ class GatewayProcess:
                 pass
             time.sleep(0.05)  # polling a starting process; nothing to wait on instead
         raise RuntimeError("gateway never became healthy:\n" + "".join(self.output))
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
 
     def kill(self) -> None:
         """SIGKILL: no shutdown code runs, as in a crash."""

@@ -19,7 +19,8 @@ from channels.discord.settings import DiscordSettings
 from gateway.errors import DeliveryError
 from gateway.routing import Target
 from gateway.settings import Settings
-from gateway.store import requests as request_store
+from gateway.supervisor import State
+from tests.factories import RequestFactory
 from tests.fakes.discord import FakeDiscord
 from tests.helpers import events, eventually, outbox_idle
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings
@@ -30,6 +31,7 @@ TEAM_CHANNEL = "500000000000000002"
 ALICE, BOB, MALLORY = "600000000000000001", "600000000000000002", "600000000000000003"
 UPDATE_MESSAGE, MODAL, CHANNEL_MESSAGE, DEFERRED_UPDATE = 7, 9, 4, 6
 EPHEMERAL = 64
+TO_CHANNEL = {"discord": {"channel_id": CHANNEL}}
 
 ROUTING = f"""
 [people.alice]
@@ -67,8 +69,11 @@ def settings(tmp_path: Path) -> Settings:
 @asynccontextmanager
 async def gateway_with_bot(settings: Settings, fake: FakeDiscord) -> AsyncIterator[RunningGateway]:
     """A gateway whose bot is connected: clicks pushed now reach it."""
-    async with running_gateway(settings, channels={"discord": discord_channel(fake)}) as running:
+    channel = discord_channel(fake)
+    async with running_gateway(settings, channels={"discord": channel}) as running:
         await fake.wait_ready()
+        assert channel.connection is not None
+        await asyncio.wait_for(channel.connection.wait_for(State.CONNECTED), timeout=10)
         yield running
 
 
@@ -78,33 +83,11 @@ async def gateway(settings: Settings, fake: FakeDiscord) -> AsyncIterator[Runnin
         yield running
 
 
-async def create(
-    gateway: RunningGateway,
-    fake: FakeDiscord,
-    call_id: str,
-    *,
-    channel: dict[str, Any] | None = None,
-    contact: bool = False,
-    **spec: Any,
-) -> tuple[str, dict[str, Any]]:
-    """Create a request routed to Discord; returns its rid and the message the bot posted."""
-    route = channel or {"discord": {"channel_id": CHANNEL}}
-    path, base = (
-        ("/contact_requests", {"msg": "Which region?"})
-        if contact
-        else ("/function_calls", {"fn": "drop_table", "kwargs": {"name": "users"}})
-    )
-    body = {"run_id": "r1", "call_id": call_id, "spec": base | spec | {"channel": route}}
-    async with gateway.client() as client:
-        response = await client.post(path, json=body)
-        assert response.status_code == 200, response.text
-    await eventually(lambda: outbox_idle(gateway))
-    async with gateway.core.db.read() as conn:
-        row = await request_store.get_by_call_id(conn, 1, call_id)
-    assert row is not None
+def posted_message(fake: FakeDiscord, call_id: str) -> dict[str, Any]:
+    """The one message the bot posted for `call_id` (its footer names the call)."""
     posted = [m for m in fake.messages.values() if f"call {call_id}" in footer_text(m)]
     assert len(posted) == 1, f"expected one message for {call_id}, got {len(posted)}"
-    return row.rid, posted[0]
+    return posted[0]
 
 
 def footer_text(message: dict[str, Any]) -> str:
@@ -131,11 +114,13 @@ def outcome_field(message: dict[str, Any]) -> str:
 
 
 async def test_posts_an_embed_with_buttons_and_no_pings(
-    gateway: RunningGateway, fake: FakeDiscord
+    gateway: RunningGateway, fake: FakeDiscord, request_factory: RequestFactory
 ) -> None:
-    rid, message = await create(
-        gateway, fake, "post-1", kwargs={"name": "users", "note": "@everyone look"}
+    kwargs = {"name": "users", "note": "@everyone look"}
+    made = await request_factory(
+        gateway, "post-1", channel=TO_CHANNEL, run_id="r1", kwargs=kwargs, settle=True
     )
+    rid, message = made.rid, posted_message(fake, "post-1")
     assert message["channel_id"] == CHANNEL
     assert custom_ids(message) == [f"gw:approve:{rid}", f"gw:reject:{rid}"]
     embed = message["embeds"][0]
@@ -148,9 +133,10 @@ async def test_posts_an_embed_with_buttons_and_no_pings(
 
 
 async def test_approve_updates_the_message_in_the_click_response(
-    gateway: RunningGateway, fake: FakeDiscord
+    gateway: RunningGateway, fake: FakeDiscord, request_factory: RequestFactory
 ) -> None:
-    rid, message = await create(gateway, fake, "approve-1")
+    rid = (await request_factory(gateway, "approve-1", channel=TO_CHANNEL, settle=True)).rid
+    message = posted_message(fake, "approve-1")
     clicked = await fake.click(f"gw:approve:{rid}", message_id=message["id"], user_id=ALICE)
     callback = await fake.wait_for_callback(clicked)
     assert callback["type"] == UPDATE_MESSAGE
@@ -166,9 +152,10 @@ async def test_approve_updates_the_message_in_the_click_response(
 
 
 async def test_reject_opens_a_modal_and_the_reason_is_the_comment(
-    gateway: RunningGateway, fake: FakeDiscord
+    gateway: RunningGateway, fake: FakeDiscord, request_factory: RequestFactory
 ) -> None:
-    rid, message = await create(gateway, fake, "reject-1")
+    rid = (await request_factory(gateway, "reject-1", channel=TO_CHANNEL, settle=True)).rid
+    message = posted_message(fake, "reject-1")
     clicked = await fake.click(f"gw:reject:{rid}", message_id=message["id"], user_id=ALICE)
     modal = await fake.wait_for_callback(clicked)
     assert modal["type"] == MODAL
@@ -188,7 +175,7 @@ async def test_reject_opens_a_modal_and_the_reason_is_the_comment(
 
 
 async def test_a_reject_option_decides_with_its_prompt_fill(
-    gateway: RunningGateway, fake: FakeDiscord
+    gateway: RunningGateway, fake: FakeDiscord, request_factory: RequestFactory
 ) -> None:
     options = [
         {
@@ -205,7 +192,11 @@ async def test_a_reject_option_decides_with_its_prompt_fill(
             "interactive": True,
         },
     ]
-    rid, message = await create(gateway, fake, "option-1", reject_options=options)
+    made = await request_factory(
+        gateway, "option-1", channel=TO_CHANNEL, reject_options=options, settle=True
+    )
+    rid = made.rid
+    message = posted_message(fake, "option-1")
     assert custom_ids(message)[2:] == [f"gw:option:0:{rid}", f"gw:option:1:{rid}"]
     clicked = await fake.click(f"gw:option:0:{rid}", message_id=message["id"], user_id=BOB)
     assert (await fake.wait_for_callback(clicked))["type"] == UPDATE_MESSAGE
@@ -216,7 +207,7 @@ async def test_a_reject_option_decides_with_its_prompt_fill(
 
 
 async def test_an_interactive_option_opens_a_prefilled_modal(
-    gateway: RunningGateway, fake: FakeDiscord
+    gateway: RunningGateway, fake: FakeDiscord, request_factory: RequestFactory
 ) -> None:
     options = [
         {
@@ -227,7 +218,11 @@ async def test_an_interactive_option_opens_a_prefilled_modal(
             "interactive": True,
         }
     ]
-    rid, message = await create(gateway, fake, "option-2", reject_options=options)
+    made = await request_factory(
+        gateway, "option-2", channel=TO_CHANNEL, reject_options=options, settle=True
+    )
+    rid = made.rid
+    message = posted_message(fake, "option-2")
     clicked = await fake.click(f"gw:option:0:{rid}", message_id=message["id"], user_id=BOB)
     modal = await fake.wait_for_callback(clicked)
     assert modal["type"] == MODAL
@@ -242,10 +237,19 @@ async def test_an_interactive_option_opens_a_prefilled_modal(
 
 
 async def test_a_question_is_answered_in_a_modal(
-    gateway: RunningGateway, fake: FakeDiscord
+    gateway: RunningGateway, fake: FakeDiscord, request_factory: RequestFactory
 ) -> None:
     options = [{"name": "eu", "title": "Europe", "description": "d"}]
-    rid, message = await create(gateway, fake, "ask-1", contact=True, response_options=options)
+    made = await request_factory(
+        gateway,
+        "ask-1",
+        channel=TO_CHANNEL,
+        contact=True,
+        response_options=options,
+        settle=True,
+    )
+    rid = made.rid
+    message = posted_message(fake, "ask-1")
     assert custom_ids(message) == [f"gw:answer:{rid}", f"gw:option:0:{rid}"]
     clicked = await fake.click(f"gw:answer:{rid}", message_id=message["id"], user_id=ALICE)
     modal = await fake.wait_for_callback(clicked)
@@ -264,10 +268,11 @@ async def test_a_question_is_answered_in_a_modal(
 
 
 async def test_someone_not_allowed_is_told_privately_and_nothing_changes(
-    gateway: RunningGateway, fake: FakeDiscord
+    gateway: RunningGateway, fake: FakeDiscord, request_factory: RequestFactory
 ) -> None:
     route = {"discord": {"channel_id": CHANNEL, "allowed_responder_ids": [ALICE]}}
-    rid, message = await create(gateway, fake, "allowed-1", channel=route)
+    rid = (await request_factory(gateway, "allowed-1", channel=route, settle=True)).rid
+    message = posted_message(fake, "allowed-1")
     for verb in ("approve", "reject"):
         clicked = await fake.click(f"gw:{verb}:{rid}", message_id=message["id"], user_id=MALLORY)
         callback = await fake.wait_for_callback(clicked)
@@ -279,10 +284,14 @@ async def test_someone_not_allowed_is_told_privately_and_nothing_changes(
 
 
 async def test_two_clicks_at_once_decide_once_and_the_late_one_is_told_who_won(
-    gateway: RunningGateway, fake: FakeDiscord
+    gateway: RunningGateway, fake: FakeDiscord, request_factory: RequestFactory
 ) -> None:
     options = [{"name": "no", "title": "No", "description": "d", "prompt_fill": "no"}]
-    rid, message = await create(gateway, fake, "race-1", reject_options=options)
+    made = await request_factory(
+        gateway, "race-1", channel=TO_CHANNEL, reject_options=options, settle=True
+    )
+    rid = made.rid
+    message = posted_message(fake, "race-1")
     first, second = await asyncio.gather(
         fake.click(f"gw:approve:{rid}", message_id=message["id"], user_id=ALICE),
         fake.click(f"gw:option:0:{rid}", message_id=message["id"], user_id=BOB),
@@ -295,10 +304,11 @@ async def test_two_clicks_at_once_decide_once_and_the_late_one_is_told_who_won(
 
 
 async def test_a_click_after_a_gateway_restart_still_lands(
-    settings: Settings, fake: FakeDiscord
+    settings: Settings, fake: FakeDiscord, request_factory: RequestFactory
 ) -> None:
     async with gateway_with_bot(settings, fake) as first:
-        rid, message = await create(first, fake, "restart-1")
+        rid = (await request_factory(first, "restart-1", channel=TO_CHANNEL, settle=True)).rid
+        message = posted_message(fake, "restart-1")
     async with gateway_with_bot(settings, fake) as second:
         assert fake.identify_count == 2  # a new process, a new session
         clicked = await fake.click(f"gw:approve:{rid}", message_id=message["id"], user_id=BOB)
@@ -307,10 +317,11 @@ async def test_a_click_after_a_gateway_restart_still_lands(
 
 
 async def test_a_modal_submitted_after_a_restart_is_still_handled(
-    settings: Settings, fake: FakeDiscord
+    settings: Settings, fake: FakeDiscord, request_factory: RequestFactory
 ) -> None:
     async with gateway_with_bot(settings, fake) as first:
-        rid, message = await create(first, fake, "restart-2")
+        rid = (await request_factory(first, "restart-2", channel=TO_CHANNEL, settle=True)).rid
+        message = posted_message(fake, "restart-2")
         clicked = await fake.click(f"gw:reject:{rid}", message_id=message["id"], user_id=ALICE)
         modal = await fake.wait_for_callback(clicked)
     async with gateway_with_bot(settings, fake) as second:
@@ -326,9 +337,10 @@ async def test_a_modal_submitted_after_a_restart_is_still_handled(
 
 
 async def test_a_click_while_the_websocket_is_down_is_not_lost(
-    gateway: RunningGateway, fake: FakeDiscord
+    gateway: RunningGateway, fake: FakeDiscord, request_factory: RequestFactory
 ) -> None:
-    rid, message = await create(gateway, fake, "drop-1")
+    rid = (await request_factory(gateway, "drop-1", channel=TO_CHANNEL, settle=True)).rid
+    message = posted_message(fake, "drop-1")
     async with fake.disconnected():
         clicked = await fake.click(f"gw:approve:{rid}", message_id=message["id"], user_id=ALICE)
     callback = await fake.wait_for_callback(clicked)
@@ -338,9 +350,10 @@ async def test_a_click_while_the_websocket_is_down_is_not_lost(
 
 
 async def test_a_decision_through_the_api_edits_the_discord_message(
-    gateway: RunningGateway, fake: FakeDiscord
+    gateway: RunningGateway, fake: FakeDiscord, request_factory: RequestFactory
 ) -> None:
-    _rid, message = await create(gateway, fake, "api-1")
+    await request_factory(gateway, "api-1", channel=TO_CHANNEL, settle=True)
+    message = posted_message(fake, "api-1")
     async with gateway.client() as client:
         body = {"approved": False, "comment": "not today"}
         response = await client.post("/agent/function_calls/api-1/respond", json=body)
@@ -352,39 +365,30 @@ async def test_a_decision_through_the_api_edits_the_discord_message(
 
 
 async def test_a_rest_429_is_waited_out_and_the_message_sent_once(
-    gateway: RunningGateway, fake: FakeDiscord
+    gateway: RunningGateway, fake: FakeDiscord, request_factory: RequestFactory
 ) -> None:
     fake.fail_next("POST", rf"/channels/{CHANNEL}/messages", status=429, retry_after=0.1)
-    await create(gateway, fake, "limit-1")
+    await request_factory(gateway, "limit-1", channel=TO_CHANNEL, settle=True)
+    posted_message(fake, "limit-1")  # exactly one message, despite the 429
     posts = [c for c in fake.calls if c.method == "POST" and c.path.endswith("/messages")]
     assert [c.status for c in posts] == [429, 200]
 
 
 async def test_a_long_rate_limit_goes_back_to_the_outbox(
-    gateway: RunningGateway, fake: FakeDiscord
+    gateway: RunningGateway, fake: FakeDiscord, request_factory: RequestFactory
 ) -> None:
     # Over the bot's 30 s patience: discord.py raises, the outbox retries after Retry-After.
     fake.fail_next("POST", rf"/channels/{CHANNEL}/messages", status=429, retry_after=31)
-    await create_later(gateway, "limit-2")
+    await request_factory(gateway, "limit-2", channel=TO_CHANNEL)
+    await eventually(lambda: first_delivery_retrying(gateway, "limit-2"))
     assert "delivery_failed" not in await _event_types(gateway, "limit-2")
     jobs = await _deliveries(gateway, "limit-2")
     assert jobs[0]["status"] == "retrying" and "rate limit" in jobs[0]["error"]
 
 
-async def create_later(gateway: RunningGateway, call_id: str) -> None:
-    body = {
-        "run_id": "r1",
-        "call_id": call_id,
-        "spec": {"fn": "f", "kwargs": {}, "channel": {"discord": {"channel_id": CHANNEL}}},
-    }
-    async with gateway.client() as client:
-        assert (await client.post("/function_calls", json=body)).status_code == 200
-
-    async def retrying() -> bool:
-        deliveries = await _deliveries(gateway, call_id)
-        return bool(deliveries) and deliveries[0]["status"] == "retrying"
-
-    await eventually(retrying)
+async def first_delivery_retrying(gateway: RunningGateway, call_id: str) -> bool:
+    deliveries = await _deliveries(gateway, call_id)
+    return bool(deliveries) and deliveries[0]["status"] == "retrying"
 
 
 async def _deliveries(gateway: RunningGateway, call_id: str) -> list[dict[str, Any]]:
@@ -397,10 +401,11 @@ async def _event_types(gateway: RunningGateway, call_id: str) -> list[str]:
 
 
 async def test_a_refused_dm_fails_visibly_and_falls_back_to_the_team_channel(
-    gateway: RunningGateway, fake: FakeDiscord
+    gateway: RunningGateway, fake: FakeDiscord, request_factory: RequestFactory
 ) -> None:
     fake.dm_blocked.add(ALICE)
-    rid, message = await create(gateway, fake, "dm-1", channel={"person": "alice"})
+    rid = (await request_factory(gateway, "dm-1", channel={"person": "alice"}, settle=True)).rid
+    message = posted_message(fake, "dm-1")
     deliveries = await _deliveries(gateway, "dm-1")
     assert [(d["channel"], d["status"]) for d in deliveries] == [
         ("discord", "failed"),
@@ -420,18 +425,23 @@ async def test_a_refused_dm_fails_visibly_and_falls_back_to_the_team_channel(
 
 
 async def test_a_dm_that_works_goes_to_the_person(
-    gateway: RunningGateway, fake: FakeDiscord
+    gateway: RunningGateway, fake: FakeDiscord, request_factory: RequestFactory
 ) -> None:
-    _rid, message = await create(gateway, fake, "dm-2", channel={"discord": {"user_id": BOB}})
+    await request_factory(gateway, "dm-2", channel={"discord": {"user_id": BOB}}, settle=True)
+    message = posted_message(fake, "dm-2")
     assert message["channel_id"] != TEAM_CHANNEL
     assert [d["status"] for d in await _deliveries(gateway, "dm-2")] == ["sent"]
 
 
 async def test_a_slow_store_defers_then_edits_the_original(
-    gateway: RunningGateway, fake: FakeDiscord, monkeypatch: pytest.MonkeyPatch
+    gateway: RunningGateway,
+    fake: FakeDiscord,
+    monkeypatch: pytest.MonkeyPatch,
+    request_factory: RequestFactory,
 ) -> None:
     monkeypatch.setattr(interactions, "DEFER_AFTER_SECONDS", 0)  # every decision is "slow"
-    rid, message = await create(gateway, fake, "slow-1")
+    rid = (await request_factory(gateway, "slow-1", channel=TO_CHANNEL, settle=True)).rid
+    message = posted_message(fake, "slow-1")
     clicked = await fake.click(f"gw:approve:{rid}", message_id=message["id"], user_id=ALICE)
     assert (await fake.wait_for_callback(clicked))["type"] == DEFERRED_UPDATE
 

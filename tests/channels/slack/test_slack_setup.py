@@ -34,8 +34,8 @@ def test_manifest_points_slack_at_this_gateway(capsys: pytest.CaptureFixture[str
 @pytest.mark.parametrize(
     ("token", "code", "expected"),
     [
-        ("xoxb-test", 0, "ok   channel slack: signed in as"),
-        ("xoxb-invalid", 1, "FAIL channel slack: slack invalid_auth"),
+        ("xoxb-test", 0, "ok   channel slack: connected, signed in as"),
+        ("xoxb-invalid", 1, "FAIL channel slack: failed: slack invalid_auth"),
     ],
 )
 async def test_check_logs_in_to_slack(

@@ -16,16 +16,20 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from channels.slack.listeners import SlackListeners
 from channels.slack.socket_mode import connect, disconnect
+from gateway.supervisor import State
 from tests.channels.slack.test_slack import (
+    C1_ALICE_ONLY,
     SIGNING_SECRET,
+    TO_C1,
+    assert_posted,
     click,
-    create,
     decided,
     event_callback,
     parent_ts,
     reply,
     slack_channel,
 )
+from tests.factories import RequestFactory
 from tests.fakes.slack import FakeSlack
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings
 
@@ -42,7 +46,6 @@ async def fake() -> AsyncIterator[FakeSlack]:
 async def gateway(tmp_path: Path, fake: FakeSlack) -> AsyncIterator[RunningGateway]:
     settings = test_settings(f"sqlite+aiosqlite:///{tmp_path}/slack.db")
     channel = slack_channel(fake)
-    channel.fake = fake  # type: ignore[attr-defined]  # tests.channels.slack.test_slack.create looks here
     async with running_gateway(settings, channels={"slack": channel}) as running:
         yield running
 
@@ -74,9 +77,13 @@ async def test_connect_opens_a_socket_with_the_app_token(
 
 
 async def test_a_click_over_socket_mode_approves(
-    handler: AsyncSocketModeHandler, gateway: RunningGateway, fake: FakeSlack
+    handler: AsyncSocketModeHandler,
+    gateway: RunningGateway,
+    fake: FakeSlack,
+    request_factory: RequestFactory,
 ) -> None:
-    rid = await create(gateway, "sm-approve")
+    rid = (await request_factory(gateway, "sm-approve", channel=TO_C1, settle=True)).rid
+    assert_posted(fake)
     envelope = await fake.send_envelope("interactive", click(fake, rid, "gw_approve"))
     assert await fake.wait_for_ack(envelope) == {"envelope_id": envelope}  # a bare ack()
     approved = await decided(gateway, "sm-approve")
@@ -87,9 +94,13 @@ async def test_a_click_over_socket_mode_approves(
 
 
 async def test_a_thread_reply_over_socket_mode_answers_a_question(
-    handler: AsyncSocketModeHandler, gateway: RunningGateway, fake: FakeSlack
+    handler: AsyncSocketModeHandler,
+    gateway: RunningGateway,
+    fake: FakeSlack,
+    request_factory: RequestFactory,
 ) -> None:
-    await create(gateway, "sm-q", contact=True)
+    await request_factory(gateway, "sm-q", contact=True, channel=TO_C1, settle=True)
+    assert_posted(fake)
     thread = await parent_ts(gateway, "sm-q", "contact_requests")
     envelope = await fake.send_envelope(
         "events_api",
@@ -105,9 +116,13 @@ async def test_a_thread_reply_over_socket_mode_answers_a_question(
 
 
 async def test_a_refused_thread_reply_over_socket_mode_is_told_privately(
-    handler: AsyncSocketModeHandler, gateway: RunningGateway, fake: FakeSlack
+    handler: AsyncSocketModeHandler,
+    gateway: RunningGateway,
+    fake: FakeSlack,
+    request_factory: RequestFactory,
 ) -> None:
-    await create(gateway, "sm-guarded", allowed=["U0ALICE"])
+    await request_factory(gateway, "sm-guarded", channel=C1_ALICE_ONLY, settle=True)
+    assert_posted(fake)
     thread = await parent_ts(gateway, "sm-guarded")
     envelope = await fake.send_envelope(
         "events_api", event_callback(reply(thread, "approve", user="U0MALLORY"))
@@ -157,19 +172,23 @@ async def test_the_fake_socket_greets_takes_acks_and_closes_on_stop() -> None:
         await fake.stop()
 
 
-async def test_the_gateway_opens_socket_mode_from_its_settings(tmp_path: Path) -> None:
+async def test_the_gateway_opens_socket_mode_from_its_settings(
+    tmp_path: Path, request_factory: RequestFactory
+) -> None:
     """SLACK_APP_TOKEN set: the channel connects at start and closes at shutdown."""
     async with FakeSlack() as fake:
         channel = slack_channel(fake)
         channel.settings.app_token = SecretStr("xapp-1-gateway")
         settings = test_settings(f"sqlite+aiosqlite:///{tmp_path}/sm.db")
         async with running_gateway(settings, channels={"slack": channel}) as gateway:
-            channel.fake = fake  # type: ignore[attr-defined]
-            await fake.wait_for_socket()
+            assert channel.connection is not None
+            await channel.connection.wait_for(State.CONNECTED)
+            assert fake.socket_connected
             [opened] = fake.calls_to("apps.connections.open")
             assert opened.token == "xapp-1-gateway"
-            rid = await create(gateway, "sm-own")
+            rid = (await request_factory(gateway, "sm-own", channel=TO_C1, settle=True)).rid
+            assert_posted(fake)
             envelope = await fake.send_envelope("interactive", click(fake, rid, "gw_approve"))
             await fake.wait_for_ack(envelope)
             assert (await decided(gateway, "sm-own"))["status"]["approved"] is True
-        assert channel._socket is None  # closed with the gateway
+        await fake.wait_for_socket_close()  # closed with the gateway

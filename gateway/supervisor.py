@@ -1,0 +1,224 @@
+"""Platform connections (Discord's websocket, Slack Socket Mode, IMAP IDLE) as supervised
+background tasks: never awaited at start, restarted with backoff whatever they raise, and
+always able to say what state they are in and why.
+
+A channel hands a `Session` to a `Supervisor`: a coroutine that connects, calls `link.up()`
+once the connection works, and runs until the connection ends (by returning or raising).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Protocol
+
+from gateway.errors import ChannelDown, DeliveryError
+from gateway.retry import RetryPolicy
+from gateway.store import outbox as outbox_store
+from gateway.store import utcnow
+
+if TYPE_CHECKING:
+    from gateway.core import Core
+
+log = logging.getLogger(__name__)
+
+
+class State(StrEnum):
+    CONNECTING = "connecting"
+    CONNECTED = "connected"
+    RETRYING = "retrying"
+    FAILED = "failed"  # will not work without an operator (a refused token): no more tries
+
+
+@dataclass(frozen=True)
+class Health:
+    state: State
+    reason: str | None = None
+    since: datetime = field(default_factory=utcnow)
+
+    def describe(self) -> str:
+        """`connected`, or `retrying: <why>` and the like."""
+        return self.state.value if self.reason is None else f"{self.state.value}: {self.reason}"
+
+
+class Link(Protocol):
+    """What a session reports to its supervisor."""
+
+    def up(self) -> None:
+        """The connection works (again)."""
+
+    def down(self, reason: str) -> None:
+        """The connection dropped and the platform's client is re-establishing it itself."""
+
+
+Session = Callable[[Link], Coroutine[Any, Any, None]]
+
+
+def explain(error: BaseException) -> str:
+    """Why a connection attempt failed, in words an operator can act on."""
+    if isinstance(error, DeliveryError):
+        return str(error)
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def health_after(error: BaseException) -> Health:
+    """A refused credential will fail the same way again; anything else is worth retrying."""
+    fatal = isinstance(error, DeliveryError) and not error.retryable
+    return Health(State.FAILED if fatal else State.RETRYING, explain(error))
+
+
+class Supervisor:
+    """Runs one session at a time, forever: connect within `connect_timeout`, back off
+    (exponentially, with jitter) after each failure, start again after each disconnect."""
+
+    def __init__(
+        self,
+        name: str,
+        session: Session,
+        *,
+        connect_timeout: float,
+        policy: RetryPolicy,
+        on_connected: Callable[[], Coroutine[Any, Any, None]] | None = None,
+    ) -> None:
+        self.name = name
+        self._session = session
+        self._connect_timeout = connect_timeout
+        self._policy = policy
+        self._on_connected = on_connected
+        self._health = Health(State.CONNECTING)
+        self._changed = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._failures = 0
+
+    def __repr__(self) -> str:
+        return f"Supervisor({self.name!r}, {self._health.describe()!r})"
+
+    @property
+    def health(self) -> Health:
+        return self._health
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name=f"{self.name}-connection")
+
+    async def aclose(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def wait_for(self, state: State) -> Health:
+        """Wait until the connection reaches `state` (tests and `gateway check` use it)."""
+        while self._health.state is not state:
+            self._changed.clear()
+            await self._changed.wait()
+        return self._health
+
+    # --- Link, for the running session
+
+    def up(self) -> None:
+        if self._health.state is not State.CONNECTED:
+            self._failures = 0
+            self._set(Health(State.CONNECTED))
+            log.info("%s: connected", self.name)
+            if self._on_connected is not None:
+                task = asyncio.create_task(self._on_connected())
+                task.add_done_callback(_log_failure)
+
+    def down(self, reason: str) -> None:
+        self._set(Health(State.RETRYING, reason))
+        log.warning("%s: %s", self.name, reason)
+
+    # --- the loop
+
+    async def _run(self) -> None:
+        while True:
+            self._set(Health(State.CONNECTING))
+            try:
+                await self._attempt()
+                health = Health(State.RETRYING, "the connection closed")
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # whatever a platform client raises, never the process
+                health = health_after(error)
+            if health.state is State.FAILED:
+                self._set(health)
+                log.error("%s: %s; not retrying", self.name, health.reason)
+                return
+            self._failures += 1
+            delay = self._policy.delay(self._failures)
+            self._set(Health(State.RETRYING, f"{health.reason}; next try in {delay:.1f} s"))
+            log.warning("%s: %s", self.name, self._health.reason)
+            await asyncio.sleep(delay)
+
+    async def _attempt(self) -> None:
+        """One session: it must report `up` within the connect timeout, then runs on."""
+        session = asyncio.create_task(self._session(self))
+        try:
+            async with asyncio.timeout(self._connect_timeout):
+                while self._health.state is not State.CONNECTED and not session.done():
+                    self._changed.clear()
+                    await _first_of(self._changed.wait(), session)
+        except TimeoutError:
+            session.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await session
+            raise TimeoutError(f"no answer within {self._connect_timeout:g} s") from None
+        except BaseException:
+            session.cancel()
+            raise
+        await session
+
+    def _set(self, health: Health) -> None:
+        self._health = health
+        self._changed.set()
+
+
+async def _first_of(event_wait: Awaitable[object], task: asyncio.Task[None]) -> None:
+    waiter = asyncio.ensure_future(event_wait)
+    try:
+        await asyncio.wait({waiter, task}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+
+
+def _log_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("after connecting: %s", explain(task.exception()))  # type: ignore[arg-type]
+
+
+def supervise(core: Core, name: str, session: Session) -> Supervisor:
+    """A supervisor with the gateway's timeouts, which on each (re)connect sends what waited."""
+
+    async def resume() -> None:
+        async with core.db.write() as conn:
+            await outbox_store.resume_waiting(conn, ChannelDown.marker(name))
+        core.outbox_wakeup.set()
+
+    settings = core.settings
+    return Supervisor(
+        name,
+        session,
+        connect_timeout=settings.channel_connect_timeout_seconds,
+        policy=RetryPolicy(base=0.5, cap=settings.channel_retry_cap_seconds, jitter=0.2),
+        on_connected=resume,
+    )
+
+
+def connected(channel: object) -> bool:
+    """Whether a channel's supervised connection is up (a channel without one: False)."""
+    supervisor = getattr(channel, "connection", None)
+    return isinstance(supervisor, Supervisor) and supervisor.health.state is State.CONNECTED
+
+
+def require_up(name: str, supervisor: Supervisor | None) -> None:
+    """Raise ChannelDown unless the connection is up (a send waits in the outbox then)."""
+    if supervisor is not None and supervisor.health.state is not State.CONNECTED:
+        raise ChannelDown(name, supervisor.health.describe())

@@ -1,0 +1,209 @@
+"""No platform can take the API down: Discord, Slack Socket Mode and IMAP pointed at a port
+that refuses, or that accepts and never answers, while `gateway serve` starts and runs.
+
+The API answers at once, the process stays up, each channel says why it is down, and when
+the platform comes back on the same port the channel connects and what waited goes out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.channels.email.helpers import ALICE, email_env, new_mailbox, reply, sent_for
+from tests.factories import request_body
+from tests.fakes.discord import FakeDiscord
+from tests.fakes.slack import FakeSlack
+from tests.helpers import eventually
+from tests.services.door import Door
+from tests.services.dovecot import ThrowawayDovecot
+from tests.services.gateway_process import GatewayProcess
+from tests.services.smtp_sink import SmtpSink
+
+DISCORD_CHANNEL = "500000000000000001"
+SERVES_WITHIN = 2.0  # seconds from the gateway's start to a created function call
+STAYS_UP_FOR = 10.0
+DOWN_BECAUSE = {
+    "hangs": r"no answer within 1 s",
+    "refuses": r"(?i)refused|cannot connect|connect call failed",
+}
+ROUTES = {
+    "to-discord": {"discord": {"channel_id": DISCORD_CHANNEL}},
+    "to-slack": {"slack": {"channel_or_user_id": "C1"}},
+    "to-email": {"email": {"address": ALICE}},
+}
+
+
+@pytest.fixture
+async def doors() -> AsyncIterator[dict[str, Door]]:
+    opened = {name: Door() for name in ("discord", "slack", "imap")}
+    try:
+        yield opened
+    finally:
+        for door in opened.values():
+            await door.close()
+
+
+def outage_env(doors: dict[str, Door], sink: SmtpSink, dovecot: ThrowawayDovecot) -> dict[str, str]:
+    user, password = new_mailbox(dovecot)
+    return email_env(sink, dovecot, user, password) | {
+        "IMAP_PORT": str(doors["imap"].port),
+        "DISCORD_BOT_TOKEN": FakeDiscord.TOKEN,
+        "DISCORD_API_URL": doors["discord"].url("http", "/api/v10"),
+        "DISCORD_GATEWAY_URL": doors["discord"].url("ws", "/gateway"),
+        "SLACK_BOT_TOKEN": "xoxb-test",
+        "SLACK_SIGNING_SECRET": "test-signing-secret",
+        "SLACK_APP_TOKEN": "xapp-1-test",
+        "SLACK_API_URL": doors["slack"].url("http", "/api/"),
+        "GATEWAY_CHANNEL_CONNECT_TIMEOUT_SECONDS": "1",
+        "GATEWAY_CHANNEL_RETRY_CAP_SECONDS": "1",
+        "GATEWAY_OUTBOX_POLL_SECONDS": "0.2",
+    }
+
+
+async def connections(api: httpx.AsyncClient, base_url: str) -> dict[str, str | None]:
+    response = await api.get(f"{base_url}/gateway/v1/channels")
+    assert response.status_code == 200, response.text
+    return {c["name"]: c["connection"] for c in response.json()["channels"]}
+
+
+async def delivery_status(api: httpx.AsyncClient, base_url: str, call_id: str) -> str:
+    response = await api.get(f"{base_url}/gateway/v1/calls/{call_id}/events")
+    assert response.status_code == 200, response.text
+    [delivery] = response.json()["deliveries"]
+    return str(delivery["status"])
+
+
+@pytest.mark.parametrize("outage", ["hangs", "refuses"])
+async def test_a_platform_outage_at_start_never_holds_up_the_api(
+    outage: str,
+    doors: dict[str, Door],
+    tmp_path: Path,
+    dovecot: ThrowawayDovecot,
+    smtp_sink: SmtpSink,
+) -> None:
+    if outage == "hangs":
+        for door in doors.values():
+            await door.hang()
+    async with FakeDiscord() as discord_fake, FakeSlack() as slack_fake:
+        process = GatewayProcess(tmp_path, outage_env(doors, smtp_sink, dovecot))
+        await asyncio.to_thread(process.start)
+        try:
+            await _while_down(process, outage)
+            await _after_recovery(process, doors, discord_fake, slack_fake, smtp_sink, dovecot)
+        finally:
+            await asyncio.to_thread(process.stop)
+
+
+async def _while_down(process: GatewayProcess, outage: str) -> None:
+    assert process.started_at is not None
+    headers = {"Authorization": f"Bearer {process.api_key}"}
+    async with httpx.AsyncClient(base_url=process.api_base, headers=headers, timeout=5) as api:
+        for call_id, channel in ROUTES.items():
+            created = await api.post("/function_calls", json=request_body(call_id, channel=channel))
+            assert created.status_code == 200, created.text
+        served_after = time.monotonic() - process.started_at
+        assert served_after < SERVES_WITHIN, (
+            f"first create answered {served_after:.2f} s after start"
+        )
+
+        async def all_down() -> bool:
+            states = await connections(api, process.base_url)
+            return all(
+                re.search(DOWN_BECAUSE[outage], states[name] or "")
+                and (states[name] or "").startswith("retrying: ")
+                for name in ("discord", "slack", "email")
+            )
+
+        await eventually(all_down, within=STAYS_UP_FOR)
+        # The requirement itself is a span of wall time: still serving 10 s after start.
+        await asyncio.sleep(max(0.0, process.started_at + STAYS_UP_FOR - time.monotonic()))
+        assert process.alive(), "".join(process.output)
+        assert (await api.get(f"{process.base_url}/healthz")).status_code == 200
+        states = await connections(api, process.base_url)
+        for name in ("discord", "slack", "email"):  # still trying, between attempts or in one
+            assert (states[name] or "").partition(":")[0] in ("connecting", "retrying"), states
+        for call_id in ("to-discord", "to-slack"):
+            assert await delivery_status(api, process.base_url, call_id) in ("queued", "retrying")
+
+
+async def _after_recovery(
+    process: GatewayProcess,
+    doors: dict[str, Door],
+    discord_fake: FakeDiscord,
+    slack_fake: FakeSlack,
+    sink: SmtpSink,
+    dovecot: ThrowawayDovecot,
+) -> None:
+    # An answer waits in the mailbox (SMTP was up all along) before IMAP comes back.
+    [email] = sent_for(sink, "to-email")
+    answer = reply(email.message, "Approved.")
+    await asyncio.to_thread(dovecot.deliver, answer, str(email.message["Reply-To"]))
+    await doors["discord"].open(discord_fake.port)
+    await doors["slack"].open(slack_fake.port)
+    await doors["imap"].open(dovecot.imap_port)
+    headers = {"Authorization": f"Bearer {process.api_key}"}
+    async with httpx.AsyncClient(base_url=process.api_base, headers=headers, timeout=30) as api:
+
+        async def all_up() -> bool:
+            states = await connections(api, process.base_url)
+            return all(states[name] == "connected" for name in ("discord", "slack", "email"))
+
+        await eventually(all_up, within=20)
+
+        async def delivered() -> bool:
+            statuses = [await delivery_status(api, process.base_url, c) for c in ROUTES]
+            return statuses == ["sent", "sent", "sent"]
+
+        await eventually(delivered, within=20)
+        assert len(discord_fake.messages_in(DISCORD_CHANNEL)) == 1
+        assert len(slack_fake.calls_to("chat.postMessage", include_failed=False)) == 1
+        answered: dict[str, Any] = (
+            await api.get("/function_calls/to-email", params={"wait": 20})
+        ).json()
+        assert answered["status"]["approved"] is True
+
+
+async def test_gateway_check_names_each_platform_state_within_the_connect_timeout(
+    doors: dict[str, Door], tmp_path: Path, dovecot: ThrowawayDovecot, smtp_sink: SmtpSink
+) -> None:
+    await doors["discord"].hang()
+    await doors["slack"].hang()  # and IMAP refuses: nothing listens on its door
+    env = os.environ | outage_env(doors, smtp_sink, dovecot)
+    env |= {
+        "GATEWAY_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/check.db",
+        "GATEWAY_SECRET_KEY": "test-secret-key",
+    }
+    db_upgrade = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "gateway", "db", "upgrade", cwd=tmp_path, env=env
+    )
+    assert await db_upgrade.wait() == 0
+    started = time.monotonic()
+    check = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "gateway",
+        "check",
+        cwd=tmp_path,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    out, _ = await asyncio.wait_for(check.communicate(), timeout=60)
+    text = out.decode()
+    assert check.returncode == 1, text
+    assert time.monotonic() - started < 30, "each platform is given the connect timeout, no more"
+    assert "FAIL channel discord: retrying: no answer within 1 s" in text
+    assert "FAIL channel slack: retrying: no answer within 1 s" in text
+    assert re.search(
+        r"FAIL channel email: retrying: imap: .*(?i:refused|connect call failed)", text
+    )

@@ -59,6 +59,27 @@ def as_delivery_error(error: Exception) -> DeliveryError:
     return DeliveryError(f"slack unreachable: {type(error).__name__}: {error}", retryable=True)
 
 
+OUTCOME_EVENT = "gateway_outcome"  # message metadata that marks the gateway's thread note
+
+
+def outcome_metadata(request: RequestView) -> dict[str, Any]:
+    payload = {"rid": request.rid, "status": request.status}
+    return {"event_type": OUTCOME_EVENT, "event_payload": payload}
+
+
+async def _noted(client: AsyncWebClient, ref: dict[str, Any], request: RequestView) -> bool:
+    """Whether the thread already holds this outcome's note (an earlier attempt posted it)."""
+    try:
+        thread = await client.conversations_replies(
+            channel=ref["channel"], ts=ref["ts"], include_all_metadata=True, limit=200
+        )
+    except SlackApiError as error:  # e.g. a BYO app without *:history: post rather than skip
+        log.warning("slack: cannot read the thread to find an earlier note: %s", error)
+        return False
+    wanted = outcome_metadata(request)
+    return any(message.get("metadata") == wanted for message in thread.get("messages") or [])
+
+
 class SlackChannel:
     name = "slack"
 
@@ -148,14 +169,19 @@ class SlackChannel:
         return Sent(ref={"channel": posted["channel"], "ts": ts}, slack_message_ts=ts)
 
     async def update(self, request: RequestView, target: Target, ref: dict[str, Any], /) -> None:
+        """Edit the post to show the outcome, and note it once in the thread: a retried update
+        edits to the same state and finds the note it posted before."""
         message = decided_message(request)
         require_up(self.name, self.connection)
         try:
             client = await self.client(request, target)
             await client.chat_update(channel=ref["channel"], ts=ref["ts"], **message)
-            if request.status != "pending":  # and say it in the thread, for the record
+            if request.status != "pending" and not await _noted(client, ref, request):
                 await client.chat_postMessage(
-                    channel=ref["channel"], thread_ts=ref["ts"], text=outcome_line(request)
+                    channel=ref["channel"],
+                    thread_ts=ref["ts"],
+                    text=outcome_line(request),
+                    metadata=outcome_metadata(request),
                 )
         except (SlackApiError, ClientError, TimeoutError) as error:
             raise as_delivery_error(error) from None

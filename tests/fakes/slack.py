@@ -76,6 +76,10 @@ class FakeSlack:
         self._changed = asyncio.Condition()
         self._stopping = asyncio.Event()
         self._failures: dict[tuple[str, str], int] = {}
+        # Methods that do their work and then answer 500, as when a response is lost.
+        self._accept_then_fail: dict[str, int] = {}
+        # What Slack would show: every message by channel and ts (edits applied).
+        self.messages: dict[tuple[str, str], dict[str, Any]] = {}
         self._ts = itertools.count(100, 100)
         self._ids = itertools.count(1)
         # Socket Mode: the connected clients, the envelopes sent and what the clients sent back.
@@ -93,6 +97,7 @@ class FakeSlack:
             "oauth.v2.access": self._oauth_v2_access,
             "users.info": self._users_info,
             "conversations.info": self._conversations_info,
+            "conversations.replies": self._conversations_replies,
             "apps.connections.open": self._apps_connections_open,
         }
 
@@ -299,8 +304,24 @@ class FakeSlack:
                     await self._hang()
                     return web.json_response(await handler(params))
 
+        if self._accept_then_fail.get(method):
+            self._accept_then_fail[method] -= 1
+            await handler(params)  # done, but the caller never hears so
+            return await fail("internal_error", 500)
         await self._record(Call(method, token, params))
         return web.json_response(await handler(params))
+
+    def fail_after_accepting(self, method: str, times: int = 1) -> None:
+        """The next `times` calls of `method` take effect, then answer HTTP 500."""
+        self._accept_then_fail[method] = times
+
+    def thread(self, channel: str, ts: str) -> list[dict[str, Any]]:
+        """A thread's replies, oldest first (the parent not included)."""
+        replies = [m for (c, _ts), m in self.messages.items() if c == channel]
+        return sorted(
+            (m for m in replies if m.get("thread_ts") == ts and m["ts"] != ts),
+            key=lambda m: float(m["ts"]),
+        )
 
     async def _hang(self) -> None:
         try:
@@ -357,10 +378,16 @@ class FakeSlack:
         if channel.startswith("U"):  # posting to a user id lands in the app's DM with them
             channel = "D" + channel[1:]
         ts = self._next_ts()
-        return {"ok": True, "channel": channel, "ts": ts, "message": self._message(params, ts)}
+        message = self._message(params, ts)
+        self.messages[(channel, ts)] = message
+        return {"ok": True, "channel": channel, "ts": ts, "message": message}
 
     async def _chat_update(self, params: dict[str, Any]) -> dict[str, Any]:
         ts = str(params.get("ts", ""))
+        key = (str(params.get("channel", "")), ts)
+        if key in self.messages:
+            kept = {k: v for k, v in self.messages[key].items() if k in ("thread_ts", "metadata")}
+            self.messages[key] = self._message(params, ts) | kept
         return {
             "ok": True,
             "channel": params.get("channel"),
@@ -425,6 +452,17 @@ class FakeSlack:
                 "is_archived": False,
             },
         }
+
+    async def _conversations_replies(self, params: dict[str, Any]) -> dict[str, Any]:
+        channel, ts = str(params.get("channel", "")), str(params.get("ts", ""))
+        parent = self.messages.get((channel, ts))
+        if parent is None:
+            return {"ok": False, "error": "thread_not_found"}
+        with_metadata = str(params.get("include_all_metadata", "")).lower() in ("1", "true")
+        messages = [parent, *self.thread(channel, ts)]
+        if not with_metadata:  # Slack leaves metadata out unless asked for it
+            messages = [{k: v for k, v in m.items() if k != "metadata"} for m in messages]
+        return {"ok": True, "messages": messages, "has_more": False}
 
     async def _apps_connections_open(self, params: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True, "url": f"ws://127.0.0.1:{self.port}/link"}

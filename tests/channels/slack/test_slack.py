@@ -7,7 +7,6 @@ import asyncio
 import json
 import time
 import urllib.parse
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -28,24 +27,11 @@ TO_C1 = {"slack": {"channel_or_user_id": "C1"}}
 C1_ALICE_ONLY = {"slack": {"channel_or_user_id": "C1", "allowed_responder_ids": ["U0ALICE"]}}
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeSlack]:
-    async with FakeSlack() as slack:
-        yield slack
-
-
 def slack_channel(fake: FakeSlack, token: str = "xoxb-test") -> SlackChannel:
     settings = SlackSettings(  # type: ignore[call-arg]
         _env_file=None, bot_token=token, signing_secret=SIGNING_SECRET, api_url=fake.base_url
     )
     return SlackChannel(settings, pacer=Pacer(0))
-
-
-@pytest.fixture
-async def gateway(tmp_path: Path, fake: FakeSlack) -> AsyncIterator[RunningGateway]:
-    settings = test_settings(f"sqlite+aiosqlite:///{tmp_path}/slack.db")
-    async with running_gateway(settings, channels={"slack": slack_channel(fake)}) as running:
-        yield running
 
 
 def assert_posted(fake: FakeSlack) -> None:

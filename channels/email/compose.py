@@ -202,7 +202,9 @@ def notice(
         message["Cc"] = ", ".join(ref["cc"])
     message["Subject"] = f"Re: {ref['subject']}"
     message["Date"] = formatdate(localtime=False)
-    message["Message-ID"] = tokens.message_id(rid, key, settings.domain)
+    # The same note sent again (a retried update) keeps its Message-ID: one note in the thread.
+    stable = f"notice\n{ref['message_id']}\n{text}"
+    message["Message-ID"] = tokens.message_id(rid, key, settings.domain, stable=stable)
     message["In-Reply-To"] = ref["message_id"]
     message["References"] = ref["message_id"]
     message["Auto-Submitted"] = "auto-generated"

@@ -142,7 +142,7 @@ class Inbox:
             decided = await decide(self.core, row, decision)
         except Conflict:
             return await self._late(message, key, await self._reload(row), sender)
-        await self._tell(message, sender, row.rid, _recorded(decided))
+        await self._tell(message, sender, row.rid, _recorded(decided, intent))
         return Outcome("decided", decided.status, row.rid)
 
     async def _late(self, message: EmailMessage, key: str, row: Request, sender: str) -> Outcome:
@@ -216,10 +216,19 @@ def _decision(row: Request, intent: reading.Intent, who: dict[str, Any]) -> Deci
     return function_call_decision(row, body, who)
 
 
-def _recorded(row: Request) -> str:
+def _read_as(intent: reading.Intent) -> str:
+    """How the reply was read, first, so a person who meant something else finds out at once."""
+    if intent.reading is not None:
+        return intent.reading.sentence + "\n"
+    if intent.verdict == "option":
+        return f'We read your reply as the option "{intent.option_name}".\n'
+    return ""
+
+
+def _recorded(row: Request, intent: reading.Intent) -> str:
     when = as_utc(row.responded_at).strftime("%Y-%m-%d %H:%M UTC") if row.responded_at else "now"
     what = {"approved": "approved", "rejected": "rejected", "responded": "answered"}
-    line = f"Recorded: {what.get(row.status, row.status)} by you at {when}."
+    line = _read_as(intent) + f"Recorded: {what.get(row.status, row.status)} by you at {when}."
     if row.comment and row.status == "rejected":
         line += f"\nReason: {row.comment}"
     if row.response:

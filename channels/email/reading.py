@@ -1,17 +1,17 @@
 """Reading an email reply: its new text, the intent in it, who sent it, whether a person did.
 
-Pure functions over messages parsed with `email.policy.default`; no network. Only the first
-line of the new text carries the intent, because the quoted request itself says "reply
-APPROVE or REJECT". Approval reuses `gateway.replies.is_approval` (the Slack thread rule):
-only a clean approve word alone on the line approves; anything else on an approval rejects,
-with the text as the comment, so nothing runs without an explicit yes.
+Pure functions over messages parsed with `email.policy.default`; no network. The new text is
+what mail-parser-reply keeps, cut again by `gateway.replies.new_text` (signatures, "Sent from
+my ...", quoted header blocks), so the quoted request ("reply APPROVE or REJECT") is never
+read. An approval is read by `gateway.replies.read_reply`, the rule every text channel
+shares: only a plain yes approves; anything else rejects with the text as the comment.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from email.errors import HeaderParseError
 from email.header import decode_header, make_header
 from email.headerregistry import Address
@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from mailparser_reply import EmailReplyParser
 
-from gateway.replies import first_line, is_approval
+from gateway.replies import Reading, first_line, new_text, read_reply
 
 LANGUAGES = ["en", "de", "fr", "es", "nl", "it", "sv", "da", "pl", "cs"]
 MAX_BODY_CHARS = 20_000
@@ -168,8 +168,7 @@ def reply_text(message: EmailMessage) -> str:
     replies = EmailReplyParser(languages=LANGUAGES).read(_bounded(body)).replies
     # A reply that starts with a quote header has no new text: replies[0] is the quote.
     text = replies[0].body if replies and not replies[0].headers else ""
-    lines = (line for line in str(text).splitlines() if not line.lstrip().startswith(">"))
-    return "\n".join(lines).strip()
+    return new_text(str(text))
 
 
 # --- the intent in it -------------------------------------------------------------------
@@ -180,6 +179,8 @@ class Intent:
     verdict: Verdict
     comment: str | None = None
     option_name: str | None = None
+    # How an approve/reject reply was read, to tell the person; not part of the decision.
+    reading: Reading | None = field(default=None, compare=False)
 
 
 def _after(line: str, word: str) -> str | None:
@@ -207,17 +208,18 @@ def _option(text: str, options: list[dict[str, Any]]) -> Intent | None:
     return None
 
 
-def _reject(text: str) -> Intent:
+def _reject(text: str, reading: Reading) -> Intent:
     line = first_line(text)
     for word in REJECT_WORDS:
         after = _after(line, word)
         if after is not None:
-            return Intent("reject", _rest(after, text))
-    return Intent("reject", text.strip())
+            return Intent("reject", _rest(after, text), reading=reading)
+    return Intent("reject", text.strip(), reading=reading)
 
 
 def read_intent(text: str, *, kind: Kind, options: list[dict[str, Any]]) -> Intent:
-    """The decision in a reply's new text, read from its first non-empty line.
+    """The decision in a reply's new text: an option named on its first line, else the
+    answer (a question) or how `read_reply` reads it (an approval).
 
     Args:
         text: the reply's new text (`reply_text`).
@@ -231,9 +233,10 @@ def read_intent(text: str, *, kind: Kind, options: list[dict[str, Any]]) -> Inte
         return option
     if kind == "human_contact":
         return Intent("response", text.strip())
-    if is_approval(text):
-        return Intent("approve", _rest("", text))
-    return _reject(text)
+    reading = read_reply(text)
+    if reading.approved:
+        return Intent("approve", reading.rest, reading=reading)
+    return _reject(text, reading)
 
 
 # --- who sent it, and whether a person did -----------------------------------------------

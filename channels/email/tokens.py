@@ -49,10 +49,15 @@ def _rid_from_token(token: str, key: bytes) -> str | None:
     return rid
 
 
-def message_id(rid: str, key: bytes, domain: str) -> str:
-    """A new Message-ID that names its request: `<random.<rid>.<mac>@domain>`, so a reply
-    that lost its reply address still finds the request through In-Reply-To."""
-    return f"<{secrets.token_hex(8)}.{_token(rid, key)}@{domain}>"
+def message_id(rid: str, key: bytes, domain: str, *, stable: str | None = None) -> str:
+    """A Message-ID that names its request: `<unique.<rid>.<mac>@domain>`, so a reply that
+    lost its reply address still finds the request through In-Reply-To. With `stable`, the
+    unique part is derived from it: a message sent again (a retry) keeps its Message-ID."""
+    if stable is None:
+        unique = secrets.token_hex(8)
+    else:
+        unique = hmac.new(key, stable.encode(), hashlib.sha256).hexdigest()[:16]
+    return f"<{unique}.{_token(rid, key)}@{domain}>"
 
 
 def rid_from_thread(message: Message, key: bytes) -> str | None:

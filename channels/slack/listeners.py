@@ -5,6 +5,8 @@ the message. A person who may not answer, or who clicks late, is told so private
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import html
 import json
 import re
 from collections.abc import Awaitable, Callable
@@ -15,6 +17,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltRequest, AsyncResp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from channels.slack.render import escape
 from gateway.decisions import (
     Decision,
     decide_by_rid,
@@ -24,7 +27,7 @@ from gateway.decisions import (
 from gateway.errors import Conflict, NotAllowed, NotFound
 from gateway.lifecycle import Event
 from gateway.models import FunctionCallStatusIn, HumanContactStatusIn
-from gateway.replies import is_approval
+from gateway.replies import Reading, read_reply
 from gateway.store import requests as request_store
 from gateway.store.tables import Request
 
@@ -32,6 +35,7 @@ if TYPE_CHECKING:  # the composition root hands the core over
     from gateway.core import Core
 
 _OPTION_PATTERN = re.compile(r"^gw_option_\d+$")
+_MENTION = re.compile(r"<[@#!][^>]*>")  # "<@U123> approved": the mention is no part of it
 
 REJECT_MODAL = "gw_reject_modal"
 REASON_BLOCK = "gw_reason"
@@ -220,10 +224,12 @@ class SlackListeners:
             {"channel": "slack", "user_id": user, "name": user, "team_id": event.get("team")},
         )
         # The core's rules: a rejection without text still gets a comment.
+        reading: Reading | None = None
         if row.kind == "human_contact":
             decision = human_contact_decision(row, HumanContactStatusIn(response=text), info)
         else:
-            reply = FunctionCallStatusIn(approved=is_approval(text), comment=text or None)
+            reading = read_reply(html.unescape(_MENTION.sub("", text)))  # Slack escapes &<>
+            reply = FunctionCallStatusIn(approved=reading.approved, comment=text or None)
             decision = function_call_decision(row, reply, info)
         # Slack redelivers an event it thinks we missed; the first copy may have decided.
         # Socket Mode stamps every event with retry_attempt 0: only a count above 0 is a retry.
@@ -239,6 +245,11 @@ class SlackListeners:
             await decide_by_rid(self.core, row.rid, decision, channel="slack", actor_id=user)
         except (NotAllowed, Conflict, NotFound) as refusal:
             await tell(str(refusal))
+            return
+        # Say how it was read, so who meant otherwise learns it now; a courtesy: it may fail.
+        if reading is not None and text:
+            with contextlib.suppress(SlackApiError, ClientError):
+                await tell(escape(reading.sentence))
 
     def register(self, app: AsyncApp) -> None:
         app.event("message")(self.thread_reply)

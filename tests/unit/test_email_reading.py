@@ -58,8 +58,9 @@ class Expected:
 
 CASES = {
     "gmail_approve.eml": Expected(Intent("approve"), "alice.approver@gmail.com"),
+    # "after the standup" defers the yes above it: no approval, the reply is the reason.
     "gmail_html_only.eml": Expected(
-        Intent("approve", "Ship it after the standup please."), "alice.approver@gmail.com"
+        Intent("reject", "LGTM.\n\nShip it after the standup please."), "alice.approver@gmail.com"
     ),
     "outlook_reject.eml": Expected(Intent("reject", "not this quarter"), "bob.smith@contoso.com"),
     # A bare-name signature is indistinguishable from text, so it stays in the reason.
@@ -151,6 +152,17 @@ def test_quoted_lines_without_a_header_are_dropped() -> None:
     assert reply_text(message) == "no: too late"
 
 
+@pytest.mark.parametrize(
+    "tail",
+    [
+        "Sent from Mail for Windows",
+        "---------- Forwarded message ---------\nFrom: Approvals\nDate: Sun\n\nReply APPROVE",
+    ],
+)
+def test_what_mail_parser_reply_leaves_is_cut_too(tail: str) -> None:
+    assert reply_text(parse(f"From: a@b.example\n\nApproved\n\n{tail}\n")) == "Approved"
+
+
 def test_format_flowed_lines_are_joined() -> None:
     message = parse(
         "From: a@b.example\nContent-Type: text/plain; charset=utf-8; format=flowed; delsp=yes\n\n"
@@ -212,9 +224,23 @@ def hc(text: str, options: list[dict[str, Any]] | None = None) -> Intent:
     return read_intent(text, kind="human_contact", options=options or [])
 
 
-@pytest.mark.parametrize("text", ["approve", "Approved!", "YES", "LGTM.", "\n\n  lgtm \n"])
-def test_approve_words(text: str) -> None:
-    assert fc(text) == Intent("approve")
+@pytest.mark.parametrize(
+    "text",
+    [
+        "approve",
+        "Approved!",
+        "YES",
+        "LGTM.",
+        "\n\n  lgtm \n",
+        "No problem, go ahead",
+        "yes please",
+        "looks good, send it",
+    ],
+)
+def test_a_plain_yes_approves(text: str) -> None:
+    intent = fc(text)
+    assert intent == Intent("approve")
+    assert intent.reading is not None and intent.reading.approved
 
 
 def test_approve_keeps_following_lines_as_comment() -> None:
@@ -242,18 +268,29 @@ def test_reject_words_take_the_rest_as_reason(text: str, comment: str | None) ->
     "text",
     [
         "nope",  # not a keyword, but still not a yes
-        "No problem, go ahead",  # keyword without punctuation: keep the whole text
+        "No doubt, go ahead",  # keyword without punctuation: keep the whole text
         "Reject not now",
         "Nothing to add",
         "no-op for now",
-        "Yes, but wait until Friday",  # an approve word with more on the line is no yes
-        "yes please",
+        "Yes, but wait until Friday",  # an approve word held back by a condition is no yes
         "approve? not sure",
-        "looks good, send it",
+        "looks good, send it to finance",
     ],
 )
 def test_anything_else_on_an_approval_rejects_with_the_whole_text(text: str) -> None:
-    assert fc(text) == Intent("reject", text)
+    intent = fc(text)
+    assert intent == Intent("reject", text)
+    assert intent.reading is not None and not intent.reading.approved
+
+
+def test_the_reading_says_why() -> None:
+    reading = fc("yes, but not today").reading
+    assert reading is not None
+    assert (
+        reading.sentence
+        == 'We read your reply as a rejection ("yes, but not today"): it says "but".'
+    )
+    assert fc("too risky", REJECT_OPTIONS).reading is None  # an option is named, not read
 
 
 @pytest.mark.parametrize("text", ["", "   \n\n  "])

@@ -356,6 +356,9 @@ async def test_thread_reply_on_an_approval(
     assert result["status"]["approved"] is approved
     if not approved:
         assert result["status"]["comment"] == "not on a Friday"
+    [note] = await fake.wait_for("chat.postEphemeral", 1)  # the person is told how it was read
+    expected = "an approval" if approved else "a rejection"
+    assert note.params["text"].startswith(f"We read your reply as {expected}")
 
 
 async def test_a_retried_event_decides_once_and_stays_quiet(
@@ -367,11 +370,13 @@ async def test_a_retried_event_decides_once_and_stays_quiet(
     await post_event(gateway, reply(thread, "approve"))
     await decided(gateway, "retried")
     assert (await post_event(gateway, reply(thread, "approve"), retry=1)).status_code == 200
+    [note] = await fake.wait_for("chat.postEphemeral", 1)  # the first copy's reading note
+    assert note.params["text"] == 'We read your reply as an approval ("approve").'
     await eventually(lambda: outbox_idle(gateway))
     async with gateway.client() as client:
         trail = (await client.get(f"{gateway.base_url}/gateway/v1/calls/retried/events")).json()
     assert [e["type"] for e in trail["events"]].count("decided") == 1
-    assert fake.calls_to("chat.postEphemeral") == []
+    assert len(fake.calls_to("chat.postEphemeral")) == 1  # the retry stays quiet
 
 
 async def test_replies_elsewhere_are_ignored(

@@ -34,7 +34,7 @@ def build_core(settings: Settings) -> Core:
         settings=settings,
         db=Database(settings.database_url),
         config=load_config(settings.config),
-        box=SecretBox(settings.secret_key_value()),
+        box=SecretBox.from_settings(settings),
         channels={name: factory() for name, factory in REGISTRY.items()},
     )
 

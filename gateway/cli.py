@@ -57,10 +57,13 @@ def _with_core(command: Command) -> Callable[[Settings, argparse.Namespace], int
 def serve(settings: Settings, args: argparse.Namespace) -> int:
     import uvicorn
 
+    from gateway.logs import install_access_log_filter
+
     host = args.host or settings.host
     port = args.port if args.port is not None else settings.port
     _with_core(_first_start)(settings, args)  # its own event loop, before uvicorn's
     print(f"hitl-gateway listening on http://{host}:{port}", flush=True)
+    install_access_log_filter()  # tokens in request targets never reach the access log
     uvicorn.run(
         create_app(build_core(settings)),
         host=host,

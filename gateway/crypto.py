@@ -6,8 +6,13 @@ import base64
 import hashlib
 import hmac
 import secrets
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from cryptography.fernet import Fernet, InvalidToken
+from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+
+if TYPE_CHECKING:
+    from gateway.settings import Settings
 
 API_KEY_PREFIX = "hlgw_"
 WEBHOOK_SECRET_PREFIX = "whsec_"
@@ -32,12 +37,24 @@ def new_webhook_secret() -> str:
 
 
 class SecretBox:
-    """Encrypts secrets at rest with a key derived from GATEWAY_SECRET_KEY."""
+    """Encrypts secrets at rest with a key derived from GATEWAY_SECRET_KEY.
 
-    def __init__(self, secret_key: str) -> None:
-        digest = hashlib.sha256(b"gateway-secret-box:" + secret_key.encode()).digest()
-        self._fernet = Fernet(base64.urlsafe_b64encode(digest))
+    Earlier keys (GATEWAY_PREVIOUS_SECRET_KEYS) still open what they sealed, so a rotation keeps
+    the stored webhook secrets; signing keys (`subkey`) come from the current key alone, so
+    sessions and links signed before a rotation end with it.
+    """
+
+    def __init__(self, secret_key: str, previous: Sequence[str] = ()) -> None:
+        keys = [secret_key, *(key for key in previous if key and key != secret_key)]
+        self._fernet = MultiFernet([Fernet(_fernet_key(key)) for key in keys])  # seals with [0]
         self._root = hashlib.sha256(b"gateway-subkeys:" + secret_key.encode()).digest()
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> SecretBox:
+        """The box of GATEWAY_SECRET_KEY, opening what GATEWAY_PREVIOUS_SECRET_KEYS sealed."""
+        listed = settings.previous_secret_keys
+        previous = listed.get_secret_value().split(",") if listed is not None else []
+        return cls(settings.secret_key_value(), [key.strip() for key in previous if key.strip()])
 
     def __repr__(self) -> str:
         return "SecretBox(<redacted>)"
@@ -54,8 +71,14 @@ class SecretBox:
             return self._fernet.decrypt(token.encode()).decode()
         except InvalidToken:
             raise ValueError(
-                "cannot decrypt a stored secret: was GATEWAY_SECRET_KEY changed?"
+                "cannot decrypt a stored secret: was GATEWAY_SECRET_KEY changed? "
+                "List the earlier key in GATEWAY_PREVIOUS_SECRET_KEYS"
             ) from None
+
+
+def _fernet_key(secret_key: str) -> bytes:
+    digest = hashlib.sha256(b"gateway-secret-box:" + secret_key.encode()).digest()
+    return base64.urlsafe_b64encode(digest)
 
 
 def sign_webhook(secret: str, msg_id: str, timestamp: int, body: bytes) -> str:

@@ -42,7 +42,12 @@ async def decide(core: Core, rid: str, form: dict[str, str], viewer: Viewer) -> 
         return Outcome(False, error.status_code, str(error))
     except ValidationError as error:
         return Outcome(False, 422, error.errors()[0]["msg"])
-    return Outcome(True, 200, f"Recorded: {decided.status} by {viewer.name}.")
+    return Outcome(True, 200, recorded(decided.status, viewer.name))
+
+
+def recorded(status: str, name: str) -> str:
+    """The notice after a decision; the server composes it, never the URL."""
+    return f"Recorded: {status} by {name}."
 
 
 def _decision(row: Request, form: dict[str, str], viewer: Viewer) -> Decision:

@@ -1,15 +1,19 @@
-"""Who is using the console: session cookies, CSRF tokens, passwords and sign-in links.
+"""Who is using the console: sessions, CSRF tokens, same-origin checks, passwords and
+sign-in links.
 
 People with an email and a `password_hash` in the routing config sign in with a password.
 With none configured, `gateway console link` prints a one-time sign-in URL for the operator.
-A session is a signed cookie (no server-side state); its CSRF token is a MAC of its id.
+A session is a row in `console_session`; the cookie carries its id, signed with a key derived
+from GATEWAY_SECRET_KEY, so rotating that key ends every session, and a sign-out ends one
+server-side. The CSRF token is a MAC of the session id.
 """
 
 from __future__ import annotations
 
 import hashlib
 import secrets
-from dataclasses import dataclass
+import urllib.parse
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 from argon2 import PasswordHasher
@@ -26,6 +30,7 @@ COOKIE = "gw_session"
 SESSION_SECONDS = 12 * 3600
 LINK_TTL = timedelta(minutes=30)
 _hasher = PasswordHasher()
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 @dataclass(frozen=True)
@@ -36,6 +41,8 @@ class Viewer:
     email: str | None
     projects: tuple[str, ...] | None
     sid: str
+    # The session's one-time notice, read with the session: (page path, text).
+    flash: tuple[str, str] | None = field(default=None, compare=False, repr=False)
 
     def sees(self, project: str) -> bool:
         return self.projects is None or project in self.projects
@@ -54,6 +61,10 @@ def _session_key(core: Core) -> bytes:
     return core.box.subkey("console-session")
 
 
+def _sid_hash(sid: str) -> str:
+    return hashlib.sha256(sid.encode()).hexdigest()
+
+
 def csrf_token(core: Core, sid: str) -> str:
     return signed.tag(core.box.subkey("console-csrf"), sid)
 
@@ -62,28 +73,49 @@ def csrf_ok(core: Core, sid: str, given: str | None) -> bool:
     return bool(given) and secrets.compare_digest(str(given), csrf_token(core, sid))
 
 
+async def load_viewer(request: Request) -> None:
+    """The console router's dependency: reads the session once per request (one read by
+    primary key) so that `viewer_of` can answer without I/O."""
+    core: Core = request.app.state.core
+    request.state.viewer = await _live_viewer(core, request.cookies.get(COOKIE))
+
+
 def viewer_of(core: Core, request: Request) -> Viewer | None:
-    token = request.cookies.get(COOKIE)
-    if not token:
+    """Who sent this request: a live session's person, or None (fails closed)."""
+    viewer = getattr(request.state, "viewer", None)
+    return viewer if isinstance(viewer, Viewer) else None
+
+
+async def _live_viewer(core: Core, cookie: str | None) -> Viewer | None:
+    if not cookie:
         return None
     try:
-        claims = signed.verify(_session_key(core), token)
+        sid = signed.verify(_session_key(core), cookie).get("s")
     except signed.BadToken:
         return None
-    projects = claims.get("p")
-    return Viewer(
-        name=str(claims.get("n") or "operator"),
-        email=claims.get("e"),
-        projects=None if projects is None else tuple(projects),
-        sid=str(claims.get("s")),
-    )
+    if not isinstance(sid, str) or not sid:
+        return None
+    async with core.db.read() as conn:
+        session = await console_store.live_session(conn, _sid_hash(sid))
+    if session is None:
+        return None  # signed out, signed out everywhere, or expired
+    flash = (session.flash_path, session.flash) if session.flash and session.flash_path else None
+    return Viewer(session.name, session.email, session.projects, sid, flash=flash)
 
 
-def start_session(core: Core, response: Response, person: Viewer) -> None:
-    claims = {"n": person.name, "e": person.email, "p": person.projects, "s": person.sid}
+async def start_session(core: Core, response: Response, person: Viewer) -> None:
+    async with core.db.write() as conn:
+        await console_store.create_session(
+            conn,
+            _sid_hash(person.sid),
+            email=person.email,
+            name=person.name,
+            projects=person.projects,
+            ttl=timedelta(seconds=SESSION_SECONDS),
+        )
     response.set_cookie(
         COOKIE,
-        signed.sign(_session_key(core), claims, SESSION_SECONDS),
+        signed.sign(_session_key(core), {"s": person.sid}, SESSION_SECONDS),
         max_age=SESSION_SECONDS,
         httponly=True,
         samesite="lax",
@@ -92,12 +124,73 @@ def start_session(core: Core, response: Response, person: Viewer) -> None:
     )
 
 
-def end_session(response: Response) -> None:
+async def end_session(core: Core, response: Response, viewer: Viewer | None) -> None:
+    """Sign out this browser: the session ends server-side, so a copy of the cookie ends too."""
+    if viewer is not None and not viewer.sid.startswith("link:"):
+        async with core.db.write() as conn:
+            await console_store.revoke_session(conn, _sid_hash(viewer.sid))
     response.delete_cookie(COOKIE, path="/")
 
 
+async def end_every_session(core: Core, response: Response, viewer: Viewer) -> int:
+    """Sign out every browser of this person (the operator: every operator session)."""
+    async with core.db.write() as conn:
+        ended = await console_store.revoke_sessions_of(conn, viewer.email)
+    response.delete_cookie(COOKIE, path="/")
+    return ended
+
+
+async def flash(core: Core, viewer: Viewer, path: str, text: str) -> None:
+    """A notice the server composed, shown once on `path` in this session."""
+    async with core.db.write() as conn:
+        await console_store.set_flash(conn, _sid_hash(viewer.sid), path, text)
+
+
+async def take_flash(core: Core, viewer: Viewer, path: str) -> str | None:
+    """This session's notice for `path`, if any; it is shown once (a second tab gets None)."""
+    if viewer.flash is None or viewer.flash[0] != path:
+        return None
+    async with core.db.write() as conn:
+        taken = await console_store.take_flash(conn, _sid_hash(viewer.sid), path, viewer.flash[1])
+    return viewer.flash[1] if taken else None
+
+
 def new_sid() -> str:
-    return secrets.token_urlsafe(12)
+    return secrets.token_urlsafe(24)
+
+
+# --- same-origin POSTs (login CSRF)
+
+
+def expected_origin(core: Core, request: Request) -> str:
+    """The console's own origin: GATEWAY_PUBLIC_URL's, else this request's scheme and host."""
+    public = core.settings.public_url
+    own = origin_of(public) if public else None
+    return own or origin_of(f"{request.url.scheme}://{request.url.netloc}") or ""
+
+
+def origin_ok(core: Core, request: Request) -> bool:
+    """The POST came from a page of this site: its Origin (or, without one, its Referer) is
+    the console's origin. Neither header, or `Origin: null`, is refused: browsers send Origin
+    on every form POST (OWASP CSRF cheat sheet, "Verifying origin with standard headers")."""
+    sent = request.headers.get("origin") or request.headers.get("referer")
+    found = origin_of(sent) if sent else None
+    return found is not None and secrets.compare_digest(found, expected_origin(core, request))
+
+
+def origin_of(url: str) -> str | None:
+    """`scheme://host[:port]` in the form browsers send in Origin (default port left out)."""
+    try:
+        parts = urllib.parse.urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    host = parts.hostname
+    if parts.scheme not in _DEFAULT_PORTS or not host:
+        return None
+    host = f"[{host}]" if ":" in host else host
+    keep_port = port is not None and port != _DEFAULT_PORTS[parts.scheme]
+    return f"{parts.scheme}://{host}" + (f":{port}" if keep_port else "")
 
 
 # --- people from the routing config

@@ -1,8 +1,10 @@
 """The console's routes: sign-in, queue, request pages and their actions, history,
 webhooks, channel health, live updates, and the scanner-safe request links `/r/<rid>`.
 
-GETs never change anything; every POST carries a CSRF token (or, on `/r/<rid>`, the link's
-own token and a MAC of it). Another project's request is a 404, as in the API.
+GETs never change anything (but for taking a one-time notice). Every `/console` POST must come
+from a page of this site (its Origin, or Referer); those of a session also carry its CSRF token.
+A `/r/<rid>` POST carries the link's own token and a MAC of it. Another project's request is a
+404, as in the API. Notices are composed by the server, never read from the URL.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import urllib.parse
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response, StreamingResponse
 
 from channels.web import actions, render
@@ -23,9 +25,15 @@ from channels.web.auth import (
     console_people,
     csrf_ok,
     csrf_token,
+    end_every_session,
     end_session,
+    expected_origin,
+    flash,
+    load_viewer,
+    origin_ok,
     spend_sign_in_link,
     start_session,
+    take_flash,
     viewer_of,
 )
 from gateway import signed
@@ -37,8 +45,9 @@ from gateway.store import requests as request_store
 from gateway.store.tables import Request as RequestRow
 from gateway.waiters import ANY
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False, dependencies=[Depends(load_viewer)])
 KEEPALIVE_SECONDS = 15.0
+NOTICE_SECONDS = 120  # a request link's "Recorded: …" notice, shown after its redirect
 STREAM_SECONDS = 300.0  # the browser reconnects; a shutdown never waits on a stream for long
 FORM_LIMIT = 64 * 1024
 
@@ -74,6 +83,8 @@ async def _signed_in_form(core: Core, request: Request) -> tuple[Viewer, dict[st
     """A POST's signed-in person and form fields, or the refusal to send instead."""
     viewer = viewer_of(core, request)
     form = await _form(request)
+    if not origin_ok(core, request):
+        return _cross_site(core, request, viewer)
     if viewer is None:
         return _message(core, None, 401, "Signed out", "Sign in again, then try once more.")
     if not csrf_ok(core, viewer.sid, form.get("csrf")):
@@ -84,6 +95,15 @@ async def _signed_in_form(core: Core, request: Request) -> tuple[Viewer, dict[st
 def _refused(core: Core, viewer: Viewer | None) -> Response:
     text = "The form's CSRF token is missing or wrong; reload the page and try again."
     return _message(core, viewer, 403, "Refused", text)
+
+
+def _cross_site(core: Core, request: Request, viewer: Viewer | None) -> Response:
+    site = expected_origin(core, request)
+    text = (
+        f"This form was not sent from a page of {site}, so nothing was done. "
+        f"Open {site}/console in this browser and try again there."
+    )
+    return _message(core, viewer, 403, "Refused: sent from another site", text)
 
 
 def _csrf(core: Core, viewer: Viewer | None) -> str:
@@ -119,6 +139,8 @@ async def login_form(request: Request, next: str = "/console") -> Response:
 async def login(request: Request) -> Response:
     core = _core(request)
     form = await _form(request)
+    if not origin_ok(core, request):  # login CSRF: a foreign page must not sign you in
+        return _cross_site(core, request, None)
     viewer = await asyncio.to_thread(
         check_password, core, form.get("email", ""), form.get("password", "")
     )
@@ -133,7 +155,7 @@ async def login(request: Request) -> Response:
             csrf="",
         )
     response = RedirectResponse(_safe_next(form.get("next", "/console")), status_code=303)
-    start_session(core, response, viewer)
+    await start_session(core, response, viewer)
     return response
 
 
@@ -146,11 +168,13 @@ async def link_form(request: Request, token: str) -> Response:
 @router.post("/console/link/{token}")
 async def link_sign_in(request: Request, token: str) -> Response:
     core = _core(request)
+    if not origin_ok(core, request):  # checked before spending: the link stays usable
+        return _cross_site(core, request, None)
     viewer = await spend_sign_in_link(core, token)
     if isinstance(viewer, str):
         return _message(core, None, 403, "Sign-in link refused", viewer)
     response = RedirectResponse("/console", status_code=303)
-    start_session(core, response, viewer)
+    await start_session(core, response, viewer)
     return response
 
 
@@ -159,10 +183,25 @@ async def logout(request: Request) -> Response:
     core = _core(request)
     viewer = viewer_of(core, request)
     form = await _form(request)
+    if not origin_ok(core, request):
+        return _cross_site(core, request, viewer)
     if viewer is not None and not csrf_ok(core, viewer.sid, form.get("csrf")):
         return _refused(core, viewer)
     response = RedirectResponse("/console/login", status_code=303)
-    end_session(response)
+    await end_session(core, response, viewer)
+    return response
+
+
+@router.post("/console/logout/everywhere")
+async def logout_everywhere(request: Request) -> Response:
+    """Ends every session of this person (the operator's: every operator session)."""
+    core = _core(request)
+    checked = await _signed_in_form(core, request)
+    if isinstance(checked, Response):
+        return checked
+    viewer, _form_fields = checked
+    response = RedirectResponse("/console/login", status_code=303)
+    await end_every_session(core, response, viewer)
     return response
 
 
@@ -246,15 +285,15 @@ async def request_page(request: Request, rid: str) -> Response:
     found = await _visible(core, viewer, rid)
     if found is None:
         return _message(core, viewer, 404, "Not found", "There is no such request here.")
-    name = "request_live.html" if request.query_params.get("partial") else "request.html"
+    partial = bool(request.query_params.get("partial"))
     return render.page(
-        name,
+        "request_live.html" if partial else "request.html",
         r=await _detail(core, *found),
         viewer=viewer,
         csrf=_csrf(core, viewer),
         action=f"/console/requests/{rid}",
         link_token=None,
-        notice=request.query_params.get("notice"),
+        notice=None if partial else await take_flash(core, viewer, f"/console/requests/{rid}"),
     )
 
 
@@ -270,8 +309,9 @@ async def decide_page(request: Request, rid: str) -> Response:
         return _message(core, viewer, 404, "Not found", "There is no such request here.")
     outcome = await actions.decide(core, rid, form, viewer)
     if outcome.ok:
-        notice = urllib.parse.quote(outcome.text)
-        return RedirectResponse(f"/console/requests/{rid}?notice={notice}", status_code=303)
+        path = f"/console/requests/{rid}"
+        await flash(core, viewer, path, outcome.text)
+        return RedirectResponse(path, status_code=303)
     return _message(core, viewer, outcome.status, "Nothing changed", outcome.text)
 
 
@@ -290,6 +330,23 @@ def _link_viewer(core: Core, rid: str, token: str) -> Viewer | str:
     return Viewer(name=email, email=email, projects=None, sid=f"link:{token}")
 
 
+def _notice_key(core: Core) -> bytes:
+    return core.box.subkey("request-link-notice")
+
+
+def _link_notice(core: Core, rid: str, token: str | None, r: dict[str, Any]) -> str | None:
+    """The notice a link's decision redirect names (`n=`), composed here from the request."""
+    if not token or r["status"] == "pending":
+        return None
+    try:
+        claims = signed.verify(_notice_key(core), token)
+    except signed.BadToken:
+        return None
+    if claims.get("r") != rid or claims.get("k") != "decided":
+        return None
+    return actions.recorded(r["status"], str(r["decided_by"] or "someone"))
+
+
 @router.get("/r/{rid}")
 async def request_link(request: Request, rid: str, t: str | None = None) -> Response:
     core = _core(request)
@@ -306,15 +363,16 @@ async def request_link(request: Request, rid: str, t: str | None = None) -> Resp
         project = await console_store.project_name(conn, row.project_id) if row else None
     if row is None or project is None:
         return _message(core, None, 404, "Not found", "There is no such request here.")
+    detail = await _detail(core, row, project)
     return render.page(
         "request.html",
-        r=await _detail(core, row, project),
+        r=detail,
         viewer=None,
         holder=holder,
         csrf=csrf_token(core, holder.sid),
         action=f"/r/{rid}",
         link_token=t,
-        notice=request.query_params.get("notice"),
+        notice=_link_notice(core, rid, request.query_params.get("n"), detail),
     )
 
 
@@ -322,6 +380,8 @@ async def request_link(request: Request, rid: str, t: str | None = None) -> Resp
 async def decide_by_link(request: Request, rid: str) -> Response:
     core = _core(request)
     form = await _form(request)
+    # No Origin check: nothing ambient (no cookie) decides here, only the link's own token,
+    # which a page on another site cannot know.
     token = form.get("t", "")
     holder = _link_viewer(core, rid, token)
     if isinstance(holder, str):
@@ -330,7 +390,8 @@ async def decide_by_link(request: Request, rid: str) -> Response:
         return _refused(core, None)
     outcome = await actions.decide(core, rid, form, holder)
     if outcome.ok:
-        query = urllib.parse.urlencode({"t": token, "notice": outcome.text})
+        notice = signed.sign(_notice_key(core), {"r": rid, "k": "decided"}, NOTICE_SECONDS)
+        query = urllib.parse.urlencode({"t": token, "n": notice})
         return RedirectResponse(f"/r/{rid}?{query}", status_code=303)
     return _message(core, None, outcome.status, "Nothing changed", outcome.text)
 
@@ -355,7 +416,7 @@ async def webhooks_page(request: Request) -> Response:
         jobs=[render.webhook_job(job) for job in jobs],
         viewer=viewer,
         csrf=_csrf(core, viewer),
-        notice=request.query_params.get("notice"),
+        notice=await take_flash(core, viewer, "/console/webhooks"),
     )
 
 
@@ -384,8 +445,8 @@ async def redeliver(request: Request, job_id: int) -> Response:
             max_attempts=job.max_attempts,
         )
     core.outbox_wakeup.set()
-    notice = urllib.parse.quote(f"Delivery {job_id} queued again.")
-    return RedirectResponse(f"/console/webhooks?notice={notice}", status_code=303)
+    await flash(core, viewer, "/console/webhooks", f"Delivery {job_id} queued again.")
+    return RedirectResponse("/console/webhooks", status_code=303)
 
 
 @router.get("/console/channels")

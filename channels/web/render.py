@@ -40,10 +40,14 @@ _env.filters["when"] = when
 def page(name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
     html = _env.get_template(name).render(**context)
     # The console renders its own markup only: no frames, no scripts from elsewhere.
+    # "strict-origin": a Referer never carries a path or query (a link's token) to anyone, a
+    # proxy's log included, while the console's own form POSTs keep a real Origin header
+    # ("no-referrer" makes Chromium send `Origin: null`, Fetch standard "serializing a
+    # request origin").
     headers = {
         "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'",
         "X-Frame-Options": "DENY",
-        "Referrer-Policy": "no-referrer",
+        "Referrer-Policy": "strict-origin",
         "Cache-Control": "no-store",
     }
     return HTMLResponse(html, status_code=status_code, headers=headers)

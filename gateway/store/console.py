@@ -1,7 +1,8 @@
-"""What the web console reads and writes: sign-in links, the queue, history, health."""
+"""What the web console reads and writes: sign-in links, sessions, the queue, history, health."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -9,10 +10,18 @@ from datetime import datetime, timedelta
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.store.engine import utcnow
-from gateway.store.tables import ConsoleLogin, Delivery, OutboxJob, Project, Request
+from gateway.store.engine import dumps, utcnow
+from gateway.store.tables import (
+    ConsoleLogin,
+    ConsoleSession,
+    Delivery,
+    OutboxJob,
+    Project,
+    Request,
+)
 
 _login = ConsoleLogin.__table__  # type: ignore[attr-defined]
+_session = ConsoleSession.__table__  # type: ignore[attr-defined]
 _request = Request.__table__  # type: ignore[attr-defined]
 _project = Project.__table__  # type: ignore[attr-defined]
 _delivery = Delivery.__table__  # type: ignore[attr-defined]
@@ -55,6 +64,103 @@ async def use_login(conn: AsyncConnection, token_hash: str) -> LoginUse:
     if found.used_at is not None:
         return LoginUse(ok=False, reason="this sign-in link was used already; ask for a new one")
     return LoginUse(ok=False, reason="this sign-in link has expired; ask for a new one")
+
+
+@dataclass(frozen=True)
+class LiveSession:
+    """A session that has not ended: whose it is, and its pending notice."""
+
+    email: str | None
+    name: str
+    projects: tuple[str, ...] | None
+    flash: str | None
+    flash_path: str | None
+
+
+async def create_session(
+    conn: AsyncConnection,
+    sid_hash: str,
+    *,
+    email: str | None,
+    name: str,
+    projects: Sequence[str] | None,
+    ttl: timedelta,
+) -> None:
+    now = utcnow()
+    # Expired sessions are dead already; dropping them here keeps the table small.
+    await conn.execute(sa.delete(_session).where(_session.c.expires_at < now))
+    values = {
+        "sid_hash": sid_hash,
+        "email": email,
+        "name": name,
+        "projects_json": None if projects is None else dumps(list(projects)),
+        "created_at": now,
+        "expires_at": now + ttl,
+    }
+    await conn.execute(sa.insert(_session).values(values))
+
+
+async def live_session(conn: AsyncConnection, sid_hash: str) -> LiveSession | None:
+    """The session if it is neither revoked nor expired: one read by primary key."""
+    query = sa.select(
+        _session.c.email,
+        _session.c.name,
+        _session.c.projects_json,
+        _session.c.flash,
+        _session.c.flash_path,
+    ).where(
+        _session.c.sid_hash == sid_hash,
+        _session.c.revoked_at.is_(None),
+        _session.c.expires_at > utcnow(),
+    )
+    row = (await conn.execute(query)).first()
+    if row is None:
+        return None
+    projects = None if row.projects_json is None else tuple(json.loads(row.projects_json))
+    return LiveSession(row.email, row.name, projects, row.flash, row.flash_path)
+
+
+async def revoke_session(conn: AsyncConnection, sid_hash: str) -> bool:
+    revoke = (
+        sa.update(_session)
+        .where(_session.c.sid_hash == sid_hash, _session.c.revoked_at.is_(None))
+        .values(revoked_at=utcnow(), flash=None, flash_path=None)
+    )
+    return bool((await conn.execute(revoke)).rowcount)
+
+
+async def revoke_sessions_of(conn: AsyncConnection, email: str | None) -> int:
+    """End every live session of one person (`email=None`: every operator session)."""
+    person = _session.c.email.is_(None) if email is None else _session.c.email == email
+    revoke = (
+        sa.update(_session)
+        .where(person, _session.c.revoked_at.is_(None))
+        .values(revoked_at=utcnow(), flash=None, flash_path=None)
+    )
+    return int((await conn.execute(revoke)).rowcount)
+
+
+async def set_flash(conn: AsyncConnection, sid_hash: str, path: str, text: str) -> None:
+    query = (
+        sa.update(_session)
+        .where(_session.c.sid_hash == sid_hash, _session.c.revoked_at.is_(None))
+        .values(flash=text, flash_path=path)
+    )
+    await conn.execute(query)
+
+
+async def take_flash(conn: AsyncConnection, sid_hash: str, path: str, text: str) -> bool:
+    """Clear the notice `text` for `path` if it is still there: True for one caller only."""
+    query = (
+        sa.update(_session)
+        .where(
+            _session.c.sid_hash == sid_hash,
+            _session.c.flash_path == path,
+            _session.c.flash == text,
+        )
+        .values(flash=None, flash_path=None)
+    )
+    return bool((await conn.execute(query)).rowcount)
 
 
 @dataclass(frozen=True)

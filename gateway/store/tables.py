@@ -158,3 +158,21 @@ class ConsoleLogin(SQLModel, table=True):
     created_at: datetime = Field(sa_column=_ts())
     expires_at: datetime = Field(sa_column=_ts())
     used_at: datetime | None = Field(default=None, sa_column=_ts(nullable=True))
+
+
+class ConsoleSession(SQLModel, table=True):
+    """A signed-in console browser. The cookie carries the signed session id; only its hash is
+    kept, and a session ends when revoked (sign-out, "sign out everywhere") or expired."""
+
+    __tablename__ = "console_session"
+
+    sid_hash: str = Field(primary_key=True, max_length=64)
+    email: str | None = Field(default=None, max_length=320, index=True)  # None: the operator
+    name: str = Field(max_length=320)
+    projects_json: str | None = Field(default=None, sa_column=sa.Column(sa.Text))  # None: all
+    created_at: datetime = Field(sa_column=_ts())
+    expires_at: datetime = Field(sa_column=_ts(index=True))
+    revoked_at: datetime | None = Field(default=None, sa_column=_ts(nullable=True))
+    # A one-time status line the server composed for one page ("Recorded: approved by …").
+    flash: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
+    flash_path: str | None = Field(default=None, max_length=2048)

@@ -7,7 +7,7 @@
   function refresh() {
     var url = new URL(window.location.href);
     url.searchParams.set("partial", "1");
-    url.searchParams.delete("notice");
+    url.searchParams.delete("n"); // a one-time notice is not part of the live view
     fetch(url, { credentials: "same-origin", headers: { Accept: "text/html" } })
       .then(function (response) { return response.ok ? response.text() : null; })
       .then(function (html) {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -12,10 +13,12 @@ from typing import Any
 
 import httpx
 import uvicorn
+from uvicorn.logging import AccessFormatter
 
 from gateway import bootstrap
 from gateway.app import build_core, create_app
 from gateway.core import Core
+from gateway.logs import ACCESS_LOGGER, install_access_log_filter
 from gateway.settings import Settings
 from tests.services.net import free_port
 
@@ -59,10 +62,27 @@ class RunningGateway:
         return (await bootstrap.create_key(self.core, project=project, **kwargs)).key
 
 
+class AccessLines(logging.Handler):
+    """Keeps each access-log line as `gateway serve` would write it."""
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__(logging.INFO)
+        self.lines = lines
+        line = '%(client_addr)s - "%(request_line)s" %(status_code)s'
+        self.setFormatter(AccessFormatter(line, use_colors=False))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record))
+
+
 @asynccontextmanager
 async def running_gateway(
-    settings: Settings, *, channels: dict[str, Any] | None = None
+    settings: Settings,
+    *,
+    channels: dict[str, Any] | None = None,
+    access_log: list[str] | None = None,
 ) -> AsyncIterator[RunningGateway]:
+    """The gateway on a free port; with `access_log`, its access lines are appended there."""
     core = build_core(settings)
     core.channels = {**core.channels, **(channels or {})}
     port = free_port()
@@ -74,6 +94,13 @@ async def running_gateway(
         lifespan="on",
         timeout_graceful_shutdown=2,  # an open console page's event stream ends with the test
     )
+    install_access_log_filter()  # as `gateway serve` does
+    access = logging.getLogger(ACCESS_LOGGER)
+    capture = AccessLines(access_log) if access_log is not None else None
+    level = access.level
+    if capture is not None:
+        access.addHandler(capture)
+        access.setLevel(logging.INFO)  # this server's log_level is "warning"
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     try:
@@ -86,6 +113,9 @@ async def running_gateway(
     finally:
         server.should_exit = True
         await task
+        if capture is not None:
+            access.removeHandler(capture)
+            access.setLevel(level)
 
 
 def write_config(path: Path, text: str) -> Path:

@@ -34,8 +34,8 @@ def alice_hash() -> str:
 async def gateway(tmp_path: Path, alice_hash: str) -> AsyncIterator[RunningGateway]:
     """A gateway whose routing config has one console user with a password, Alice.
 
-    `public_url` is only a placeholder (the port is chosen at start): request links are built
-    from the path of `core.link(...)` on `gateway.base_url`.
+    Its public URL is its own `base_url`, as in a deployment: the console refuses POSTs whose
+    Origin is not the public URL's. The port is chosen at start, so it is set just after.
     """
     config = write_config(
         tmp_path / "routing.toml",
@@ -46,6 +46,7 @@ async def gateway(tmp_path: Path, alice_hash: str) -> AsyncIterator[RunningGatew
         f"sqlite+aiosqlite:///{tmp_path}/gw.db", public_url="http://127.0.0.1", config=config
     )
     async with running_gateway(settings) as running:
+        running.core.settings = settings.model_copy(update={"public_url": running.base_url})
         yield running
 
 

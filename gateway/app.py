@@ -14,7 +14,7 @@ from fastapi import FastAPI
 from channels.base import Channel, Mountable
 from channels.registry import REGISTRY
 from gateway import __version__
-from gateway.api import channels_status, errors, extensions, routes
+from gateway.api import channels_status, conformance, errors, extensions, routes
 from gateway.api.body import BodyLimit
 from gateway.bootstrap import sync_config_webhooks
 from gateway.core import Core
@@ -106,4 +106,5 @@ def create_app(core: Core) -> FastAPI:
             channel.mount(app, core)
     errors.install(app)
     app.add_middleware(BodyLimit, limit=core.settings.max_body_bytes)
+    conformance.install(app)  # last: it reads every route mounted above
     return app

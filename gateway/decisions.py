@@ -3,15 +3,16 @@ decision's side effects (message updates, webhooks) commit in the same transacti
 
 from __future__ import annotations
 
+import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from gateway import webhooks
 from gateway.core import Caller, Core
-from gateway.errors import Conflict, InvalidInput, NotAllowed, NotFound
+from gateway.errors import Conflict, IllegalTransition, InvalidInput, NotAllowed, NotFound
 from gateway.intake import add_targets, find, noun
 from gateway.lifecycle import Event, Kind, Status, transition
 from gateway.models import Escalation, FunctionCallStatusIn, HumanContactStatusIn
@@ -35,6 +36,8 @@ class Decision:
     option_name: str | None = None
     response: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # The hash of an API respond's Idempotency-Key and body (see `idempotency_token`).
+    idempotency: str | None = None
 
 
 def _who(user_info: dict[str, Any]) -> str:
@@ -111,14 +114,35 @@ def human_contact_decision(
     )
 
 
-async def _after_decision(conn: AsyncConnection, core: Core, row: Request) -> None:
-    """Side effects that must happen exactly when the decision commits."""
-    await request_store.add_event(
-        conn,
-        row.rid,
-        "decided",
-        {"status": row.status, "by": json.loads(row.user_info_json or "{}")},
+def idempotency_token(caller: Caller, key: str | None, body: Any) -> str | None:
+    """What makes a respond "the same respond again": the API key that sent it, its
+    Idempotency-Key and its body as validated (so spacing and key order do not matter)."""
+    if key is None:
+        return None
+    canonical = json.dumps(
+        [caller.key.id, key, body.model_dump(mode="json")], sort_keys=True, ensure_ascii=False
     )
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+async def _first_answer(conn: AsyncConnection, rid: str, token: str | None) -> bool:
+    """Whether the decision on `rid` was made by a respond carrying `token`."""
+    if token is None:
+        return False
+    for event in await request_store.list_events(conn, rid):
+        if event.type == "decided" and json.loads(event.detail_json).get("idempotency") == token:
+            return True
+    return False
+
+
+async def _after_decision(
+    conn: AsyncConnection, core: Core, row: Request, decision: Decision
+) -> None:
+    """Side effects that must happen exactly when the decision commits."""
+    detail: dict[str, Any] = {"status": row.status, "by": json.loads(row.user_info_json or "{}")}
+    if decision.idempotency is not None:
+        detail["idempotency"] = decision.idempotency
+    await request_store.add_event(conn, row.rid, "decided", detail)
     for delivery in await request_store.list_deliveries(conn, [row.rid]):
         if delivery.status == "sent" and delivery.channel not in SERVED_BY_GATEWAY:
             await outbox_store.enqueue(
@@ -133,12 +157,30 @@ async def _after_decision(conn: AsyncConnection, core: Core, row: Request) -> No
     await core.db.notify(conn, "gateway_decided", row.rid)
 
 
-async def decide(core: Core, row: Request, decision: Decision) -> Request:
-    """Apply a decision if the request is still pending; Conflict says who won otherwise."""
+def next_status(row: Request, event: Event) -> Status:
+    """The status `event` leads to; Conflict (409, says who decided) when the request is no
+    longer pending, InvalidInput when this kind of request never takes this event."""
     try:
-        status = transition(Kind(row.kind), Status(row.status), decision.event)
-    except Exception:
-        raise Conflict(already_decided(row)) from None
+        return transition(Kind(row.kind), Status(row.status), event)
+    except IllegalTransition as error:
+        if Status(row.status) is not Status.PENDING:
+            raise Conflict(already_decided(row)) from None
+        # e.g. an approval for a human contact: a caller's bug, not a race someone won.
+        raise InvalidInput(
+            f"{noun(row.kind)} {row.call_id!r} cannot take a {event.value!r} decision ({error})"
+        ) from None
+
+
+async def decide(core: Core, row: Request, decision: Decision) -> Request:
+    """Apply a decision if the request is still pending; Conflict says who won otherwise.
+
+    A decision with an idempotency token that lost to an earlier decision with the same
+    token (a retried respond) returns the request as that decision left it."""
+    if row.status != Status.PENDING and decision.idempotency is not None:
+        async with core.db.read() as conn:
+            if await _first_answer(conn, row.rid, decision.idempotency):
+                return row
+    status = next_status(row, decision.event)
     fields = {
         "comment": decision.comment,
         "option_name": decision.option_name,
@@ -151,8 +193,10 @@ async def decide(core: Core, row: Request, decision: Decision) -> Request:
         if updated is None:
             current = await request_store.get_by_rid(conn, row.rid)
             assert current is not None
+            if await _first_answer(conn, row.rid, decision.idempotency):
+                return current  # a retry raced its own first attempt, which won
             raise Conflict(already_decided(current))
-        await _after_decision(conn, core, updated)
+        await _after_decision(conn, core, updated, decision)
     core.waiters.wake(row.rid)
     core.outbox_wakeup.set()
     return updated
@@ -194,19 +238,31 @@ async def answerable(core: Core, rid: str, *, channel: str, actor_id: str) -> Re
 
 
 async def respond_function_call(
-    core: Core, caller: Caller, call_id: str, body: FunctionCallStatusIn
+    core: Core,
+    caller: Caller,
+    call_id: str,
+    body: FunctionCallStatusIn,
+    *,
+    idempotency_key: str | None = None,
 ) -> dict[str, Any]:
     row = await find(core, caller, Kind.FUNCTION_CALL, call_id)
     decision = function_call_decision(row, body, api_user_info(caller, _given(body.user_info)))
-    return to_wire(await decide(core, row, decision))
+    token = idempotency_token(caller, idempotency_key, body)
+    return to_wire(await decide(core, row, replace(decision, idempotency=token)))
 
 
 async def respond_human_contact(
-    core: Core, caller: Caller, call_id: str, body: HumanContactStatusIn
+    core: Core,
+    caller: Caller,
+    call_id: str,
+    body: HumanContactStatusIn,
+    *,
+    idempotency_key: str | None = None,
 ) -> dict[str, Any]:
     row = await find(core, caller, Kind.HUMAN_CONTACT, call_id)
     decision = human_contact_decision(row, body, api_user_info(caller, _given(body.user_info)))
-    return to_wire(await decide(core, row, decision))
+    token = idempotency_token(caller, idempotency_key, body)
+    return to_wire(await decide(core, row, replace(decision, idempotency=token)))
 
 
 def _given(user_info: Any) -> dict[str, Any] | None:

@@ -1,12 +1,14 @@
 """HumanLayer-compatible wire models (what agents send and get back).
 
 Field names follow the humanlayer 0.7.9 SDK; the Python SDK sends every unset field as
-an explicit null, so every optional field accepts None.
+an explicit null, so every optional field accepts None. The TypeScript SDK (0.7.5) leaves
+undefined fields out instead: `kwargs` of a zero-argument function, `channel`, `state`.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -17,6 +19,7 @@ from pydantic import (
     SecretStr,
     StrictBool,
     StringConstraints,
+    ValidationInfo,
     model_validator,
 )
 
@@ -24,6 +27,43 @@ _NO_CONTROL_CHARS = r"^[^\x00-\x1f\x7f]+$"
 
 # Ids are stored in indexed columns, so they are short and printable.
 Id = Annotated[str, StringConstraints(min_length=1, max_length=255, pattern=_NO_CONTROL_CHARS)]
+
+# What a person reads to judge a request (run_id, fn, option names and titles) must look like
+# what it is: control characters and bidi controls could hide or reorder text, e.g. U+202E
+# makes "deploy\u202egnp.exe" read "deployexe.png" (CVE-2021-42574, "Trojan Source").
+_SPOOFING_CHARS = "\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_SPOOFING = re.compile(f"[{_SPOOFING_CHARS}]")
+
+
+def spoofing_character(value: str) -> str | None:
+    """A description of the first control or bidi character in `value`, or None."""
+    found = _SPOOFING.search(value)
+    if found is None:
+        return None
+    char = found.group()
+    name = unicodedata.name(char, "") or "a control character"
+    return f"U+{ord(char):04X} ({name}) at position {found.start()}"
+
+
+def _no_spoofing(value: str, info: ValidationInfo) -> str:
+    problem = spoofing_character(value)
+    if problem is not None:
+        field = info.field_name or "this field"
+        raise ValueError(
+            f"{field} contains {problem}; control characters and bidirectional overrides "
+            "are not allowed, as they can change what a person reads"
+        )
+    return value
+
+
+# An Id that a person reads: no C0/C1 controls and no bidi controls.
+# The pattern only documents the rule (OpenAPI): the validator refuses with a clearer message.
+Label = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=255),
+    AfterValidator(_no_spoofing),
+    Field(json_schema_extra={"pattern": f"^[^{_SPOOFING_CHARS}]+$"}),
+]
 
 # A call_id travels in URL paths (the SDK formats it in unescaped), so it must stay one segment.
 _CALL_ID = re.compile(r"(?!\.{1,2}$)[^\x00-\x1f\x7f/\\?#%]{1,255}")
@@ -42,7 +82,13 @@ def _call_id(value: str) -> str:
     return value
 
 
-CallId = Annotated[str, StringConstraints(max_length=255), AfterValidator(_call_id)]
+CallId = Annotated[
+    str,
+    StringConstraints(max_length=255),
+    AfterValidator(_call_id),
+    AfterValidator(_no_spoofing),
+    Field(json_schema_extra={"minLength": 1, "pattern": f"^[^{_SPOOFING_CHARS}/\\\\?#%]+$"}),
+]
 
 
 def _no_nul(value: str) -> str:
@@ -54,14 +100,92 @@ def _no_nul(value: str) -> str:
 # Free text kept in plain columns: anything but NUL, which PostgreSQL text cannot hold.
 Text = Annotated[str, StringConstraints(max_length=100_000), AfterValidator(_no_nul)]
 
+# Limits on agent-supplied JSON (kwargs, state, and every request body as a whole), with a
+# wide margin under the first thing that breaks: pydantic's serializer refuses nesting past
+# 255 levels (a listing wraps kwargs 5 levels deeper: a 252-deep kwargs broke every list of
+# its project), pydantic's own JSON parser past 200, Python's json module raises
+# RecursionError near 1,000 minus the stack in use. SQLite and PostgreSQL only see text.
+MAX_JSON_DEPTH = 64  # levels of arrays and objects; the outermost value is level 1
+MAX_OBJECT_KEYS = 10_000  # keys in any one object
+MAX_JSON_ITEMS = 250_000  # object members plus array elements in all (HumanLayer's own
+# "large context" example puts 100,000 integers in state)
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def json_shape_problem(
+    value: Any,
+    *,
+    max_depth: int = MAX_JSON_DEPTH,
+    max_keys: int = MAX_OBJECT_KEYS,
+    max_items: int = MAX_JSON_ITEMS,
+) -> tuple[str, tuple[str | int, ...]] | None:
+    """What makes `value` too deep or too big, and where; None when it is within the limits.
+
+    Iterative, so a value nested far deeper than the limit cannot exhaust the stack."""
+    stack: list[tuple[Any, int, tuple[str | int, ...]]] = [(value, 1, ())]
+    items = 0
+    while stack:
+        node, depth, path = stack.pop()
+        if depth > max_depth:
+            return f"JSON nested more than {max_depth} levels deep", path
+        if isinstance(node, dict):
+            if len(node) > max_keys:
+                return f"an object has {len(node)} keys; at most {max_keys} are allowed", path
+            values: Any = node.values()
+            pairs: Any = node.items()
+        elif isinstance(node, list):
+            values, pairs = node, enumerate(node)
+        else:
+            continue
+        items += len(node)
+        if items > max_items:
+            return f"more than {max_items} values in all (object members and array items)", ()
+        if _SCALARS.issuperset(map(type, values)):  # in C: 100,000 numbers cost ~2 ms
+            continue
+        for key, item in pairs:
+            if isinstance(item, dict | list):
+                stack.append((item, depth + 1, (*path, key)))
+    return None
+
+
+def describe_path(path: tuple[str | int, ...], *, keep: int = 8) -> str:
+    """`kwargs.items[0].name`, cut after `keep` steps."""
+    text = ""
+    for step in path[:keep]:
+        text += f"[{step}]" if isinstance(step, int) else f".{step}"
+    return text.lstrip(".") + ("…" if len(path) > keep else "")
+
+
+def _bounded_json(value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+    problem = json_shape_problem(value)
+    if problem is not None:
+        message, path = problem
+        where = f" at {info.field_name}.{describe_path(path)}" if path else ""
+        raise ValueError(f"{message}{where}")
+    return value
+
+
+# kwargs and state: any JSON object within the limits above, stored exactly as sent.
+JSONObject = Annotated[dict[str, Any], AfterValidator(_bounded_json)]
+
 
 class WireModel(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
+# An option title is a button's label: any length the body allows, but nothing that spoofs.
+Title = Annotated[
+    str,
+    AfterValidator(_no_spoofing),
+    Field(json_schema_extra={"pattern": f"^[^{_SPOOFING_CHARS}]*$"}),
+]
+
+
 class ResponseOption(WireModel):
-    name: Id
-    title: str | None = None
+    name: Label
+    title: Title | None = None
     description: str | None = None
     prompt_fill: str | None = None
     interactive: bool = False
@@ -153,11 +277,12 @@ class ContactChannel(WireModel):
 
 # The pydantic mypy plugin calls its generated __init__'s catch-all **kwargs too.
 class FunctionCallSpec(WireModel):  # type: ignore[no-redef]
-    fn: Id
-    kwargs: dict[str, Any]
+    fn: Label
+    # The TS SDK leaves kwargs out for a function called without arguments: that is {}.
+    kwargs: JSONObject = Field(default_factory=dict)
     channel: ContactChannel | None = None
     reject_options: Annotated[Options | None, AfterValidator(_unique_names)] = None
-    state: dict[str, Any] | None = None
+    state: JSONObject | None = None
 
 
 class HumanContactSpec(WireModel):
@@ -165,31 +290,82 @@ class HumanContactSpec(WireModel):
     subject: str | None = None
     channel: ContactChannel | None = None
     response_options: Annotated[Options | None, AfterValidator(_unique_names)] = None
-    state: dict[str, Any] | None = None
+    state: JSONObject | None = None
 
 
 class FunctionCallIn(WireModel):
-    run_id: Id
+    run_id: Label
     call_id: CallId
     spec: FunctionCallSpec
 
 
 class HumanContactIn(WireModel):
-    run_id: Id
+    run_id: Label
     call_id: CallId
     spec: HumanContactSpec
 
 
-class UserInfo(WireModel):
-    model_config = ConfigDict(extra="allow")
+MAX_USER_INFO_FIELDS = 20
+MAX_USER_INFO_KEY = 100
+MAX_USER_INFO_TEXT = 1_000
 
-    channel: str | None = None
-    user_id: str | None = None
-    name: str | None = None
-    email: str | None = None
+UserInfoText = Annotated[str, StringConstraints(max_length=MAX_USER_INFO_TEXT)]
+UserInfoValue = UserInfoText | StrictBool | int | float | None
+
+
+class UserInfo(WireModel):
+    """Who decided, as an API caller describes them: a few flat fields of short text, shown
+    in every channel and stored with the decision."""
+
+    model_config = ConfigDict(
+        extra="allow", json_schema_extra={"maxProperties": MAX_USER_INFO_FIELDS}
+    )
+    __pydantic_extra__: dict[str, UserInfoValue] = Field(init=False)
+
+    channel: UserInfoText | None = None
+    user_id: UserInfoText | None = None
+    name: UserInfoText | None = None
+    email: UserInfoText | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _few_short_flat_fields(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data  # pydantic says what type it wants
+        if len(data) > MAX_USER_INFO_FIELDS:
+            raise ValueError(
+                f"user_info has {len(data)} fields; at most {MAX_USER_INFO_FIELDS} are allowed"
+            )
+        for key, value in data.items():
+            if len(key) > MAX_USER_INFO_KEY:
+                raise ValueError(
+                    f"user_info field names may be {MAX_USER_INFO_KEY} characters at most; "
+                    f"{key[:30]!r}… has {len(key)}"
+                )
+            if isinstance(value, dict | list):
+                kind = "an object" if isinstance(value, dict) else "an array"
+                raise ValueError(
+                    f"user_info.{key} is {kind}; user_info holds one level of fields "
+                    "(text, numbers, true/false or null)"
+                )
+            if isinstance(value, str) and len(value) > MAX_USER_INFO_TEXT:
+                raise ValueError(
+                    f"user_info.{key} has {len(value)} characters; "
+                    f"at most {MAX_USER_INFO_TEXT} are allowed"
+                )
+        return data
 
 
 class FunctionCallStatusIn(WireModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"approved": True, "comment": "go ahead"},
+                {"approved": False, "comment": "not on a Friday"},
+            ]
+        }
+    )
+
     approved: StrictBool | None = None  # "yes" or "1" must not approve anything
     comment: Text | None = None
     reject_option_name: Id | None = None
@@ -197,6 +373,8 @@ class FunctionCallStatusIn(WireModel):
 
 
 class HumanContactStatusIn(WireModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"response": "eu-west-1"}]})
+
     response: Text | None = None
     response_option_name: Id | None = None
     user_info: UserInfo | None = None

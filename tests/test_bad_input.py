@@ -145,7 +145,6 @@ WRONG_TYPES: dict[str, list[tuple[str, Any, str]]] = {
         ("run_id", 42, "valid string"),
         ("call_id", 7, "valid string"),
         ("spec", None, "Field required"),
-        ("spec.kwargs", None, "Field required"),
         ("spec.fn", None, "Field required"),
         ("spec.state", [1], "valid dictionary"),
         ("spec.reject_options", {"name": "x"}, "valid list"),

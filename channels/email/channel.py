@@ -18,6 +18,7 @@ from channels.email import compose, imap, smtp
 from channels.email.imap import Watcher
 from channels.email.inbound import Inbox
 from channels.email.settings import EmailSettings
+from gateway.api.statuses import responses
 from gateway.errors import ChannelNotConfigured, DeliveryError, InvalidInput, NotFound, Unauthorized
 from gateway.routing import Target
 from gateway.supervisor import Supervisor, supervise
@@ -67,7 +68,13 @@ class EmailChannel:
         if self.settings.imap_host:
             self.watcher = Watcher(self.settings, core.db, self.inbox.receive)
             self.connection = supervise(core, "imap", self.watcher.session)
-        app.add_api_route("/email/inbound", self._inbound, methods=["POST"], tags=["email"])
+        app.add_api_route(
+            "/email/inbound",
+            self._inbound,
+            methods=["POST"],
+            tags=["email"],
+            responses=responses(401, 404, 413, 422, 503),
+        )
 
     async def start(self) -> None:
         if self.connection is not None:

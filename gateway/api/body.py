@@ -1,4 +1,5 @@
-"""Request bodies: a size cap enforced before parsing, and JSON without NaN or lone surrogates."""
+"""Request bodies: a size cap enforced before parsing, and JSON without NaN, lone surrogates
+or duplicate keys, within the nesting and size limits of gateway.models."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ import re
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from fastapi import Request, Response
+from fastapi import HTTPException, Request, Response
 from fastapi.routing import APIRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from gateway.models import MAX_JSON_DEPTH, describe_path, json_shape_problem
 
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
@@ -92,18 +95,62 @@ def _has_lone_surrogate(value: Any) -> bool:
     return False
 
 
+class JSONTooLarge(ValueError):
+    """Valid JSON beyond the gateway's limits; `path` leads to where (empty: the whole body)."""
+
+    def __init__(self, message: str, path: tuple[str | int, ...] = ()) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # Python keeps the last of duplicate keys, other parsers the first: with
+    # {"approved": false, "approved": true} a proxy and the gateway could read two decisions.
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(
+                    f"duplicate key {key[:100]!r} in a JSON object; each key may appear once"
+                )
+            seen.add(key)
+    return value
+
+
 def strict_loads(body: bytes) -> Any:
-    """json.loads, minus what JSON itself forbids but Python accepts."""
+    """json.loads, minus what JSON itself forbids but Python accepts, within the limits.
+
+    Raises json.JSONDecodeError for what is not JSON, JSONTooLarge for what is too deep or big.
+    """
     text = body.decode("utf-8", errors="strict") if isinstance(body, bytes) else body
     try:
-        value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+        value = json.loads(
+            text,
+            parse_constant=_reject_constant,
+            parse_float=_finite_float,
+            object_pairs_hook=_unique_keys,
+        )
+    except RecursionError:  # hundreds of levels: far past the limit, whatever the stack holds
+        raise JSONTooLarge(f"JSON nested more than {MAX_JSON_DEPTH} levels deep") from None
     except ValueError as error:
         if isinstance(error, json.JSONDecodeError):
             raise
         raise json.JSONDecodeError(str(error), text, 0) from None
+    problem = json_shape_problem(value)
+    if problem is not None:
+        raise JSONTooLarge(*problem)
     if _SURROGATE_ESCAPE.search(body) and _has_lone_surrogate(value):
         raise json.JSONDecodeError("lone UTF-16 surrogate escapes are not valid text", text, 0)
     return value
+
+
+def refusal(error: JSONTooLarge) -> HTTPException:
+    """A 422 shaped like FastAPI's validation errors, naming the limit and where it was hit."""
+    where = describe_path(error.path)
+    message = f"{error} at {where}" if where else str(error)
+    loc = ["body", *error.path[:8]]
+    return HTTPException(422, detail=[{"type": "json_too_large", "loc": loc, "msg": message}])
 
 
 class StrictJSONRequest(Request):
@@ -113,6 +160,9 @@ class StrictJSONRequest(Request):
                 self._json = strict_loads(await self.body())
             except UnicodeDecodeError as error:
                 raise json.JSONDecodeError(f"body is not UTF-8: {error}", "", 0) from None
+            except JSONTooLarge as error:
+                # FastAPI turns other exceptions from here into a bare 400; it re-raises these.
+                raise refusal(error) from None
         return self._json
 
 

@@ -7,12 +7,13 @@ from typing import Any
 from fastapi import APIRouter
 
 from gateway.api.auth import CallerDep, CoreDep
+from gateway.api.statuses import AUTHENTICATED
 from gateway.channel_status import channel_states
 
 router = APIRouter()
 
 
-@router.get("/channels", tags=["health"])
+@router.get("/channels", tags=["health"], responses=AUTHENTICATED)
 async def channels(core: CoreDep, _caller: CallerDep) -> dict[str, Any]:
     """Whether each channel is configured and, for a platform connection, its state and why
     (`connecting`, `connected`, `retrying: <reason>`, `failed: <reason>`)."""

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query
 
 from gateway.api.auth import CallerDep, CoreDep
+from gateway.api.statuses import LIST, responses
 from gateway.errors import NotFound
 from gateway.models import is_call_id
 from gateway.store import as_utc
@@ -19,7 +20,7 @@ router = APIRouter()
 JobStatus = Literal["pending", "running", "done", "dead"]
 
 
-@router.get("/calls/{call_id}/events", tags=["audit"])
+@router.get("/calls/{call_id}/events", tags=["audit"], responses=responses(401, 404, 503))
 async def call_events(call_id: str, core: CoreDep, caller: CallerDep) -> dict[str, Any]:
     """The audit trail and deliveries of one request (function call or human contact)."""
     async with core.db.read() as conn:
@@ -49,7 +50,7 @@ async def call_events(call_id: str, core: CoreDep, caller: CallerDep) -> dict[st
     }
 
 
-@router.get("/jobs", tags=["outbox"])
+@router.get("/jobs", tags=["outbox"], responses=LIST)
 async def jobs(
     core: CoreDep,
     caller: CallerDep,

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Header, Query
 
 from gateway import __version__, decisions, intake
 from gateway.api.auth import CallerDep, CoreDep
 from gateway.api.body import StrictJSONRoute
+from gateway.api.statuses import AUTHENTICATED, CREATE, DECIDE, HEALTH, LIST, READ_ONE
 from gateway.lifecycle import Kind, Status
 from gateway.models import (
     Escalation,
@@ -24,18 +25,34 @@ Wait = Annotated[
     float | None,
     Query(gt=0, le=60, description="Long-poll: answer when decided, or after this many seconds"),
 ]
-Limit = Annotated[int, Query(ge=1, le=1000)]
+MAX_LIMIT = 1000
+# Far past any real queue, and well inside the 64-bit integers SQL binds (2**63 was a 500).
+MAX_OFFSET = 1_000_000_000
+Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT)]
 RunId = Annotated[str | None, Query(max_length=255, pattern=r"^[^\x00-\x1f\x7f]+$")]
-Offset = Annotated[int, Query(ge=0)]
+Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET)]
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=255,
+        pattern=r"^[\x20-\x7e]+$",
+        description=(
+            "Sent again with the same body after a lost answer, returns the first answer "
+            "(200 and the stored record) instead of 409. 1-255 printable ASCII characters."
+        ),
+    ),
+]
 Wire = dict[str, Any]
 
 
-@router.post("/function_calls", tags=["function calls"])
+@router.post("/function_calls", tags=["function calls"], responses=CREATE)
 async def create_function_call(body: FunctionCallIn, core: CoreDep, caller: CallerDep) -> Wire:
     return await intake.create(core, caller, Kind.FUNCTION_CALL, body)
 
 
-@router.get("/function_calls", tags=["function calls"])
+@router.get("/function_calls", tags=["function calls"], responses=LIST)
 async def list_function_calls(
     core: CoreDep,
     caller: CallerDep,
@@ -49,28 +66,36 @@ async def list_function_calls(
     )
 
 
-@router.get("/function_calls/{call_id}", tags=["function calls"])
+@router.get("/function_calls/{call_id}", tags=["function calls"], responses=READ_ONE)
 async def get_function_call(
     call_id: str, core: CoreDep, caller: CallerDep, wait: Wait = None
 ) -> Wire:
     return await intake.get(core, caller, Kind.FUNCTION_CALL, call_id, wait=wait)
 
 
-@router.post("/agent/function_calls/{call_id}/respond", tags=["function calls"])
+@router.post("/agent/function_calls/{call_id}/respond", tags=["function calls"], responses=DECIDE)
 async def respond_function_call(
-    call_id: str, body: FunctionCallStatusIn, core: CoreDep, caller: CallerDep
+    call_id: str,
+    body: FunctionCallStatusIn,
+    core: CoreDep,
+    caller: CallerDep,
+    idempotency_key: IdempotencyKey = None,
 ) -> Wire:
-    return await decisions.respond_function_call(core, caller, call_id, body)
+    return await decisions.respond_function_call(
+        core, caller, call_id, body, idempotency_key=idempotency_key
+    )
 
 
-@router.post("/agent/function_calls/{call_id}/escalate_email", tags=["function calls"])
+@router.post(
+    "/agent/function_calls/{call_id}/escalate_email", tags=["function calls"], responses=DECIDE
+)
 async def escalate_function_call(
     call_id: str, body: Escalation, core: CoreDep, caller: CallerDep
 ) -> Wire:
     return await decisions.escalate(core, caller, Kind.FUNCTION_CALL, call_id, body)
 
 
-@router.get("/agent/function_calls/pending", tags=["function calls"])
+@router.get("/agent/function_calls/pending", tags=["function calls"], responses=LIST)
 async def pending_function_calls(
     core: CoreDep, caller: CallerDep, limit: Limit = 100, offset: Offset = 0
 ) -> Wire:
@@ -79,14 +104,14 @@ async def pending_function_calls(
     )
 
 
-@router.post("/contact_requests", tags=["human contacts"])
-@router.post("/human_contacts", tags=["human contacts"])
+@router.post("/contact_requests", tags=["human contacts"], responses=CREATE)
+@router.post("/human_contacts", tags=["human contacts"], responses=CREATE)
 async def create_human_contact(body: HumanContactIn, core: CoreDep, caller: CallerDep) -> Wire:
     return await intake.create(core, caller, Kind.HUMAN_CONTACT, body)
 
 
-@router.get("/contact_requests", tags=["human contacts"])
-@router.get("/human_contacts", tags=["human contacts"])
+@router.get("/contact_requests", tags=["human contacts"], responses=LIST)
+@router.get("/human_contacts", tags=["human contacts"], responses=LIST)
 async def list_human_contacts(
     core: CoreDep,
     caller: CallerDep,
@@ -100,29 +125,37 @@ async def list_human_contacts(
     )
 
 
-@router.get("/contact_requests/{call_id}", tags=["human contacts"])
-@router.get("/human_contacts/{call_id}", tags=["human contacts"])
+@router.get("/contact_requests/{call_id}", tags=["human contacts"], responses=READ_ONE)
+@router.get("/human_contacts/{call_id}", tags=["human contacts"], responses=READ_ONE)
 async def get_human_contact(
     call_id: str, core: CoreDep, caller: CallerDep, wait: Wait = None
 ) -> Wire:
     return await intake.get(core, caller, Kind.HUMAN_CONTACT, call_id, wait=wait)
 
 
-@router.post("/agent/human_contacts/{call_id}/respond", tags=["human contacts"])
+@router.post("/agent/human_contacts/{call_id}/respond", tags=["human contacts"], responses=DECIDE)
 async def respond_human_contact(
-    call_id: str, body: HumanContactStatusIn, core: CoreDep, caller: CallerDep
+    call_id: str,
+    body: HumanContactStatusIn,
+    core: CoreDep,
+    caller: CallerDep,
+    idempotency_key: IdempotencyKey = None,
 ) -> Wire:
-    return await decisions.respond_human_contact(core, caller, call_id, body)
+    return await decisions.respond_human_contact(
+        core, caller, call_id, body, idempotency_key=idempotency_key
+    )
 
 
-@router.post("/agent/human_contacts/{call_id}/escalate_email", tags=["human contacts"])
+@router.post(
+    "/agent/human_contacts/{call_id}/escalate_email", tags=["human contacts"], responses=DECIDE
+)
 async def escalate_human_contact(
     call_id: str, body: Escalation, core: CoreDep, caller: CallerDep
 ) -> Wire:
     return await decisions.escalate(core, caller, Kind.HUMAN_CONTACT, call_id, body)
 
 
-@router.get("/agent/human_contacts/pending", tags=["human contacts"])
+@router.get("/agent/human_contacts/pending", tags=["human contacts"], responses=LIST)
 async def pending_human_contacts(
     core: CoreDep, caller: CallerDep, limit: Limit = 100, offset: Offset = 0
 ) -> Wire:
@@ -131,7 +164,7 @@ async def pending_human_contacts(
     )
 
 
-@router.get("/project", tags=["project"])
+@router.get("/project", tags=["project"], responses=AUTHENTICATED)
 async def get_project(caller: CallerDep) -> Wire:
     name = caller.project.name
     return {
@@ -146,13 +179,13 @@ async def get_project(caller: CallerDep) -> Wire:
 health = APIRouter()
 
 
-@health.get("/healthz", tags=["health"])
+@health.get("/healthz", tags=["health"], responses=HEALTH)
 async def healthz(core: CoreDep) -> Wire:
     async with core.db.read() as conn:
         await conn.exec_driver_sql("SELECT 1")
     return {"status": "ok"}
 
 
-@health.get("/version", tags=["health"])
+@health.get("/version", tags=["health"], responses={200: {"description": "The version"}})
 async def version() -> Wire:
     return {"version": __version__}

@@ -23,7 +23,6 @@ from gateway.dispatch import Dispatcher
 from gateway.routing import load_config
 from gateway.settings import Settings
 from gateway.store import Database, migrate
-from gateway.store.engine import DECIDED_CHANNEL, EVERYONE, OUTBOX_CHANNEL
 
 log = logging.getLogger(__name__)
 START_SECONDS = 2.0  # a channel's start only launches tasks; a slow one is a bug, not a wait
@@ -39,22 +38,13 @@ def build_core(settings: Settings) -> Core:
     )
 
 
-def _on_notify(core: Core, channel: str, payload: str) -> None:
-    if channel == DECIDED_CHANNEL and payload == EVERYONE:
-        core.waiters.wake_all()
-    elif channel == DECIDED_CHANNEL:
-        core.waiters.wake(payload)
-    elif channel == OUTBOX_CHANNEL:  # another replica created or decided something
-        core.outbox_wakeup.set()
-        core.waiters.changed()
-
-
 @asynccontextmanager
 async def running(core: Core) -> AsyncIterator[Dispatcher]:
     """Start what the gateway runs beside the API; stop it all on exit."""
     await migrate.upgrade(core.db)
     await sync_config_webhooks(core)
-    await core.db.listen(lambda channel, payload: _on_notify(core, channel, payload))
+    core.db.on_changes = core.signal
+    await core.db.follow(period=core.settings.outbox_poll_seconds)
     for name, channel in core.channels.items():
         await _start(name, channel)
     async with httpx.AsyncClient() as http:

@@ -35,25 +35,21 @@ async def create_key(
     if target is not None:
         core.config.expand(target, via="--target")
     key = new_api_key()
-    async with core.db.write() as conn:
-        row = await project_store.ensure_project(conn, project)
-        assert row.id is not None
-        key_id = await project_store.insert_key(
-            conn,
-            project_id=row.id,
-            name=name,
-            key_hash=hash_api_key(key),
-            prefix=key[:12],
-            target=target,
-        )
+    key_id = await core.db.write(
+        project_store.insert_project_key,
+        project,
+        name=name,
+        key_hash=hash_api_key(key),
+        prefix=key[:12],
+        target=target,
+    )
     return NewKey(key=key, project=project, id=key_id)
 
 
 async def first_start(core: Core) -> NewKey | None:
     """On an empty database, create the `default` project and its first key."""
-    async with core.db.read() as conn:
-        if await project_store.count_keys(conn):
-            return None
+    if await core.db.read(project_store.count_keys):
+        return None
     return await create_key(core, project=DEFAULT_PROJECT, name="first key")
 
 
@@ -66,8 +62,7 @@ async def sync_config_webhooks(core: Core) -> None:
                 "webhook %s: environment variable %s is not set; skipped", hook.url, hook.secret_env
             )
             continue
-        async with core.db.write() as conn:
-            project = await project_store.ensure_project(conn, hook.project)
+        project = await core.db.write(project_store.ensure_project, hook.project)
         assert project.id is not None
         try:
             await add_endpoint(

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 
-import sqlalchemy as sa
-
 from channels.base import Channel, Checkable
 from channels.registry import REGISTRY
 from gateway.errors import DeliveryError, InvalidInput
@@ -43,10 +41,8 @@ async def run_checks(settings: Settings) -> int:
         if behind:
             problems.append(behind)
             return _report(problems)
-        async with db.read() as conn:
-            await conn.execute(sa.text("SELECT 1"))
-            hooks = await project_store.list_webhooks(conn)
-            keys = await project_store.list_keys(conn)
+        hooks = await db.read(project_store.list_webhooks)
+        keys = await db.read(project_store.list_keys)
         print(f"ok   database: {db!r}")
         if config is not None:
             problems += _stale_key_targets(config, [key for key, _project in keys])

@@ -31,7 +31,7 @@ from gateway.store import migrate
 from gateway.store import outbox as outbox_store
 from gateway.store import projects as project_store
 from gateway.store import requests as request_store
-from gateway.store.tables import Request
+from gateway.store.tables import Project, Request
 from gateway.webhook_test import send_test_event
 from gateway.webhooks import add_endpoint
 
@@ -121,27 +121,24 @@ async def keys_create(core: Core, args: argparse.Namespace) -> int:
 
 
 async def keys_list(core: Core, _args: argparse.Namespace) -> int:
-    async with core.db.read() as conn:
-        for key, project in await project_store.list_keys(conn):
-            state = "revoked" if key.revoked_at else "active"
-            print(f"{key.id}\t{key.prefix}…\t{project}\t{key.name}\t{key.target or '-'}\t{state}")
+    for key, project in await core.db.read(project_store.list_keys):
+        state = "revoked" if key.revoked_at else "active"
+        print(f"{key.id}\t{key.prefix}…\t{project}\t{key.name}\t{key.target or '-'}\t{state}")
     return 0
 
 
 async def keys_revoke(core: Core, args: argparse.Namespace) -> int:
-    async with core.db.write() as conn:
-        count = await project_store.revoke_key(conn, args.key)
+    count = await core.db.write(project_store.revoke_key, args.key)
     print(f"revoked {count} key(s)")
     return 0 if count else 1
 
 
 async def _project_id(core: Core, name: str, *, create: bool = False) -> int:
-    async with core.db.write() as conn:
-        project = (
-            await project_store.ensure_project(conn, name)
-            if create
-            else await project_store.get_project(conn, name)
-        )
+    project: Project | None
+    if create:
+        project = await core.db.write(project_store.ensure_project, name)
+    else:
+        project = await core.db.read(project_store.get_project, name)
     if project is None or project.id is None:
         raise NotFound(f"no project named {name!r}")
     return project.id
@@ -159,11 +156,10 @@ async def webhooks_add(core: Core, args: argparse.Namespace) -> int:
 
 
 async def webhooks_list(core: Core, _args: argparse.Namespace) -> int:
-    async with core.db.read() as conn:
-        for hook in await project_store.list_webhooks(conn):
-            state = "enabled" if hook.enabled else f"disabled ({hook.disabled_reason})"
-            events = ",".join(json.loads(hook.events_json)) or "all"
-            print(f"{hook.id}\t{hook.url}\t{events}\t{hook.source}\t{state}")
+    for hook in await core.db.read(project_store.list_webhooks):
+        state = "enabled" if hook.enabled else f"disabled ({hook.disabled_reason})"
+        events = ",".join(json.loads(hook.events_json)) or "all"
+        print(f"{hook.id}\t{hook.url}\t{events}\t{hook.source}\t{state}")
     return 0
 
 
@@ -176,8 +172,7 @@ async def webhooks_test(core: Core, args: argparse.Namespace) -> int:
 
 async def _request(core: Core, args: argparse.Namespace) -> Request:
     project_id = await _project_id(core, args.project)
-    async with core.db.read() as conn:
-        row = await request_store.get_by_call_id(conn, project_id, args.call_id)
+    row = await core.db.read(request_store.get_by_call_id, project_id, args.call_id)
     if row is None:
         raise NotFound(f"no request with call_id {args.call_id!r} in project {args.project!r}")
     return row
@@ -212,24 +207,28 @@ async def decide(core: Core, args: argparse.Namespace) -> int:
 
 async def pending(core: Core, args: argparse.Namespace) -> int:
     project_id = await _project_id(core, args.project)
-    async with core.db.read() as conn:
-        for kind in Kind:
-            rows, _total = await request_store.list_requests(
-                conn, project_id, kind.value, status="pending", run_id=None, limit=1000, offset=0
-            )
-            for row in rows:
-                what = row.fn or json.loads(row.spec_json).get("msg", "")[:60]
-                print(f"{row.call_id}\t{kind.value}\t{row.run_id}\t{what}\t{row.requested_at}")
+    for kind in Kind:
+        rows, _total = await core.db.read(
+            request_store.list_requests,
+            project_id,
+            kind.value,
+            status="pending",
+            run_id=None,
+            limit=1000,
+            offset=0,
+        )
+        for row in rows:
+            what = row.fn or json.loads(row.spec_json).get("msg", "")[:60]
+            print(f"{row.call_id}\t{kind.value}\t{row.run_id}\t{what}\t{row.requested_at}")
     return 0
 
 
 async def jobs(core: Core, args: argparse.Namespace) -> int:
-    async with core.db.read() as conn:
-        for job in await outbox_store.list_jobs(conn, project_id=None, status=args.status):
-            print(
-                f"{job.id}\t{job.kind}\t{job.status}\t{job.attempts}/{job.max_attempts}\t"
-                f"{job.rid or '-'}\t{job.last_error or ''}"
-            )
+    for job in await core.db.read(outbox_store.list_jobs, project_id=None, status=args.status):
+        print(
+            f"{job.id}\t{job.kind}\t{job.status}\t{job.attempts}/{job.max_attempts}\t"
+            f"{job.rid or '-'}\t{job.last_error or ''}"
+        )
     return 0
 
 

@@ -12,7 +12,7 @@ from gateway import signed
 from gateway.crypto import SecretBox
 from gateway.routing import RoutingConfig
 from gateway.settings import Settings
-from gateway.store import Database
+from gateway.store import Changes, Database
 from gateway.store.tables import ApiKey, Project, Request
 from gateway.views import RequestView
 from gateway.waiters import Waiters
@@ -42,6 +42,16 @@ class Core:
     channels: Mapping[str, Channel]
     waiters: Waiters = field(default_factory=Waiters)
     outbox_wakeup: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def signal(self, changes: Changes) -> None:
+        """The one place where a durable commit is told to whoever waits for it (the store
+        calls it after every batch, and for other processes' changes)."""
+        if changes.everything:
+            self.waiters.wake_all()
+        elif changes.rids:
+            self.waiters.wake(changes.rids)
+        if changes.jobs or changes.everything:
+            self.outbox_wakeup.set()
 
     def link(self, rid: str, email: str | None = None) -> str | None:
         """The request's page; with `email`, a token that lets that recipient decide there

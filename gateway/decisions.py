@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.engine import Connection
 
 from gateway import webhooks
 from gateway.core import Caller, Core
@@ -125,27 +125,25 @@ def idempotency_token(caller: Caller, key: str | None, body: Any) -> str | None:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-async def _first_answer(conn: AsyncConnection, rid: str, token: str | None) -> bool:
+def _first_answer(conn: Connection, rid: str, token: str | None) -> bool:
     """Whether the decision on `rid` was made by a respond carrying `token`."""
     if token is None:
         return False
-    for event in await request_store.list_events(conn, rid):
+    for event in request_store.list_events(conn, rid):
         if event.type == "decided" and json.loads(event.detail_json).get("idempotency") == token:
             return True
     return False
 
 
-async def _after_decision(
-    conn: AsyncConnection, core: Core, row: Request, decision: Decision
-) -> None:
+def _after_decision(conn: Connection, core: Core, row: Request, decision: Decision) -> None:
     """Side effects that must happen exactly when the decision commits."""
     detail: dict[str, Any] = {"status": row.status, "by": json.loads(row.user_info_json or "{}")}
     if decision.idempotency is not None:
         detail["idempotency"] = decision.idempotency
-    await request_store.add_event(conn, row.rid, "decided", detail)
-    for delivery in await request_store.list_deliveries(conn, [row.rid]):
+    request_store.add_event(conn, row.rid, "decided", detail)
+    for delivery in request_store.list_deliveries(conn, [row.rid]):
         if delivery.status == "sent" and delivery.channel not in SERVED_BY_GATEWAY:
-            await outbox_store.enqueue(
+            outbox_store.enqueue(
                 conn,
                 "update",
                 {"delivery_id": delivery.id},
@@ -153,8 +151,7 @@ async def _after_decision(
                 project_id=row.project_id,
                 max_attempts=UPDATE_ATTEMPTS,
             )
-    await webhooks.enqueue_completed(conn, core, row)
-    await core.db.notify(conn, "gateway_decided", row.rid)
+    webhooks.enqueue_completed(conn, core, row)
 
 
 def next_status(row: Request, event: Event) -> Status:
@@ -176,10 +173,9 @@ async def decide(core: Core, row: Request, decision: Decision) -> Request:
 
     A decision with an idempotency token that lost to an earlier decision with the same
     token (a retried respond) returns the request as that decision left it."""
-    if row.status != Status.PENDING and decision.idempotency is not None:
-        async with core.db.read() as conn:
-            if await _first_answer(conn, row.rid, decision.idempotency):
-                return row
+    retried = row.status != Status.PENDING and decision.idempotency is not None
+    if retried and await core.db.read(_first_answer, row.rid, decision.idempotency):
+        return row
     status = next_status(row, decision.event)
     fields = {
         "comment": decision.comment,
@@ -188,18 +184,19 @@ async def decide(core: Core, row: Request, decision: Decision) -> Request:
         "user_info_json": dumps(decision.user_info),
         "responded_at": utcnow(),
     }
-    async with core.db.write() as conn:
-        updated = await request_store.decide(conn, row.rid, status.value, fields)
+
+    def compare_and_set(conn: Connection) -> Request:
+        updated = request_store.decide(conn, row.rid, status.value, fields)
         if updated is None:
-            current = await request_store.get_by_rid(conn, row.rid)
+            current = request_store.get_by_rid(conn, row.rid)
             assert current is not None
-            if await _first_answer(conn, row.rid, decision.idempotency):
+            if _first_answer(conn, row.rid, decision.idempotency):
                 return current  # a retry raced its own first attempt, which won
             raise Conflict(already_decided(current))
-        await _after_decision(conn, core, updated, decision)
-    core.waiters.wake(row.rid)
-    core.outbox_wakeup.set()
-    return updated
+        _after_decision(conn, core, updated, decision)
+        return updated
+
+    return await core.db.write(compare_and_set)
 
 
 def allowed_responders(row: Request, channel: str) -> set[str] | None:
@@ -225,8 +222,7 @@ async def answerable(core: Core, rid: str, *, channel: str, actor_id: str) -> Re
     """The pending request `actor_id` may answer through `channel`; raises like decide_by_rid.
 
     Channels also call it before opening a form, so nobody types a reason for nothing."""
-    async with core.db.read() as conn:
-        row = await request_store.get_by_rid(conn, rid)
+    row = await core.db.read(request_store.get_by_rid, rid)
     if row is None:
         raise NotFound("this request no longer exists")
     allowed = allowed_responders(row, channel)
@@ -280,21 +276,23 @@ async def escalate(
     if escalation.channel is not None:
         channel_targets(core.config, escalation.channel)  # unknown team/person -> 422
     detail = escalation.model_dump(mode="json", exclude={"channel": {"slack": {"bot_token"}}})
-    async with core.db.write() as conn:
-        thread = await _email_thread(conn, row.rid)
+
+    def add_escalation(conn: Connection) -> None:
+        thread = _email_thread(conn, row.rid)
         target = escalation_target(json.loads(row.spec_json), escalation, thread)
-        await request_store.add_to_route(conn, row.rid, target.model_dump(mode="json"))
-        audit = [("escalated", detail), *await add_targets(conn, core, row, [target])]
-        await request_store.add_events(conn, row.rid, audit)
-    core.outbox_wakeup.set()
+        request_store.add_to_route(conn, row.rid, target.model_dump(mode="json"))
+        audit = [("escalated", detail), *add_targets(conn, core, row, [target])]
+        request_store.add_events(conn, row.rid, audit)
+
+    await core.db.write(add_escalation)
     return to_wire(row)
 
 
-async def _email_thread(conn: AsyncConnection, rid: str) -> list[str]:
+def _email_thread(conn: Connection, rid: str) -> list[str]:
     """Message-IDs of the request's emails so far, oldest first."""
     refs = [
         json.loads(d.ref_json or "{}")
-        for d in await request_store.list_deliveries(conn, [rid])
+        for d in request_store.list_deliveries(conn, [rid])
         if d.channel == "email" and d.status == "sent"
     ]
     return [ref["message_id"] for ref in refs if ref.get("message_id")]

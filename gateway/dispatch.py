@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
 import httpx
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.engine import Connection
 
 from gateway import webhooks
 from gateway.core import Core
@@ -32,11 +32,11 @@ from gateway.supervisor import connected
 
 log = logging.getLogger(__name__)
 
-Record = Callable[[AsyncConnection], Awaitable[None]]
+Record = Callable[[Connection], None]  # runs in the transaction that completes the job
 LEASE = timedelta(seconds=60)
 
 
-async def _nothing(_conn: AsyncConnection) -> None:
+def _nothing(_conn: Connection) -> None:
     return None
 
 
@@ -67,8 +67,7 @@ class Dispatcher:
     async def run(self) -> None:
         """Work until stop(); wake on new jobs, at the next due time, or every poll period."""
         if self.core.db.is_sqlite:
-            async with self.core.db.write() as conn:
-                await outbox_store.release_leases(conn)
+            await self.core.db.write(outbox_store.release_leases)
         while not self._stopping.is_set():
             try:
                 if await self.run_once() == 0:
@@ -82,17 +81,18 @@ class Dispatcher:
         self.core.outbox_wakeup.set()
 
     async def run_once(self) -> int:
-        async with self.core.db.write() as conn:
-            jobs = await outbox_store.claim(
-                conn, limit=self.batch, lease=LEASE, skip_locked=not self.core.db.is_sqlite
-            )
+        jobs = await self.core.db.write(
+            outbox_store.claim,
+            limit=self.batch,
+            lease=LEASE,
+            skip_locked=not self.core.db.is_sqlite,
+        )
         await asyncio.gather(*(self._run(job) for job in jobs))
         return len(jobs)
 
     async def _idle(self) -> None:
         timeout = self.core.settings.outbox_poll_seconds
-        async with self.core.db.read() as conn:
-            due = await outbox_store.next_due_at(conn)
+        due = await self.core.db.read(outbox_store.next_due_at)
         if due is not None:
             timeout = min(timeout, max(0.0, (as_utc(due) - utcnow()).total_seconds()))
         await self._sleep(timeout)
@@ -119,24 +119,32 @@ class Dispatcher:
                 job, DeliveryError(f"{type(error).__name__}: {error}", retryable=True)
             )
         else:
-            async with self.core.db.write() as conn:
-                await record(conn)
-                await outbox_store.complete(conn, job.id)
+            job_id = job.id
+
+            def complete(conn: Connection) -> None:
+                record(conn)
+                outbox_store.complete(conn, job_id)
+
+            await self.core.db.write(complete)
 
     async def _failed(self, job: OutboxJob, error: DeliveryError) -> None:
         assert job.id is not None
         final = not error.retryable or job.attempts >= job.max_attempts
         policy = self.webhook_policy if job.kind == "webhook" else self.channel_policy
-        async with self.core.db.write() as conn:
+        delay = policy.delay(job.attempts, retry_after=error.retry_after)
+
+        def record_failure(conn: Connection) -> None:
+            assert job.id is not None
             if final:
-                await outbox_store.bury(conn, job.id, error=str(error))
+                outbox_store.bury(conn, job.id, error=str(error))
             else:
-                delay = policy.delay(job.attempts, retry_after=error.retry_after)
                 run_at = utcnow() + timedelta(seconds=delay)
-                await outbox_store.retry(conn, job.id, run_at=run_at, error=str(error))
-            await self._note_failure(conn, job, str(error), final=final)
+                outbox_store.retry(conn, job.id, run_at=run_at, error=str(error))
+            _note_failure(conn, job, str(error), final=final)
             if final and error.fallback is not None:
-                await self._fall_back(conn, job, Target.model_validate(error.fallback))
+                _fall_back(conn, job, Target.model_validate(error.fallback))
+
+        await self.core.db.write(record_failure)
         log.warning(
             "outbox job %s (%s) failed%s: %s",
             job.id,
@@ -149,53 +157,34 @@ class Dispatcher:
         """Keep the attempt: the job is due again when the channel connects (or at the cap)."""
         assert job.id is not None
         run_at = utcnow() + timedelta(seconds=self.core.settings.channel_retry_cap_seconds)
-        async with self.core.db.write() as conn:
-            await outbox_store.postpone(conn, job.id, run_at=run_at, error=str(down))
-            await self._note_failure(conn, job, str(down), final=False)
-            if connected(self.core.channels.get(down.channel)):  # it came up meanwhile
-                await outbox_store.resume_waiting(conn, ChannelDown.marker(down.channel))
+        up_meanwhile = connected(self.core.channels.get(down.channel))
+
+        def record_wait(conn: Connection) -> None:
+            assert job.id is not None
+            outbox_store.postpone(conn, job.id, run_at=run_at, error=str(down))
+            _note_failure(conn, job, str(down), final=False)
+            if up_meanwhile:
+                outbox_store.resume_waiting(conn, ChannelDown.marker(down.channel))
+
+        await self.core.db.write(record_wait)
         log.info("outbox job %s (%s) waits: %s", job.id, job.kind, down)
-
-    async def _note_failure(
-        self, conn: AsyncConnection, job: OutboxJob, error: str, *, final: bool
-    ) -> None:
-        payload = json.loads(job.payload_json)
-        if job.kind == "deliver":
-            status = "failed" if final else "retrying"
-            await request_store.update_delivery(
-                conn, payload["delivery_id"], status=status, error=error
-            )
-        if final and job.rid is not None:
-            event = "webhook_failed" if job.kind == "webhook" else "delivery_failed"
-            detail = {"job_id": job.id, "kind": job.kind, "error": error, "attempts": job.attempts}
-            await request_store.add_event(conn, job.rid, event, detail)
-
-    async def _fall_back(self, conn: AsyncConnection, job: OutboxJob, target: Target) -> None:
-        assert job.rid is not None and job.project_id is not None
-        failed = json.loads(job.payload_json)["delivery_id"]
-        delivery_id = await queue_delivery(conn, job.rid, job.project_id, target)
-        detail = {"failed_delivery_id": failed, "delivery_id": delivery_id, "via": target.via}
-        await request_store.add_event(conn, job.rid, "delivery_fallback", detail)
 
     async def _endpoint_gone(self, job: OutboxJob, reason: str) -> None:
         assert job.id is not None
         endpoint_id = json.loads(job.payload_json)["endpoint_id"]
-        async with self.core.db.write() as conn:
-            await project_store.disable_webhook(conn, endpoint_id, reason)
-            await outbox_store.bury(conn, job.id, error=reason)
+
+        def disable(conn: Connection) -> None:
+            assert job.id is not None
+            project_store.disable_webhook(conn, endpoint_id, reason)
+            outbox_store.bury(conn, job.id, error=reason)
             if job.rid is not None:
                 detail = {"endpoint_id": endpoint_id, "reason": reason}
-                await request_store.add_event(conn, job.rid, "webhook_endpoint_disabled", detail)
+                request_store.add_event(conn, job.rid, "webhook_endpoint_disabled", detail)
+
+        await self.core.db.write(disable)
 
     async def _load(self, delivery_id: int) -> tuple[Delivery, Request, str]:
-        async with self.core.db.read() as conn:
-            delivery = await request_store.get_delivery(conn, delivery_id)
-            assert delivery is not None
-            row = await request_store.get_by_rid(conn, delivery.rid)
-            assert row is not None
-            project = await project_store.get_project_by_id(conn, row.project_id)
-            assert project is not None
-        return delivery, row, project.name
+        return await self.core.db.read(_load, delivery_id)
 
     async def _deliver(self, job: OutboxJob) -> Record:
         delivery, row, project = await self._load(json.loads(job.payload_json)["delivery_id"])
@@ -205,8 +194,8 @@ class Dispatcher:
             return _nothing  # sent before a crash; never post twice
         if row.status != Status.PENDING:
 
-            async def skipped(conn: AsyncConnection) -> None:
-                await request_store.update_delivery(
+            def skipped(conn: Connection) -> None:
+                request_store.update_delivery(
                     conn,
                     delivery_id,
                     status="skipped",
@@ -217,12 +206,12 @@ class Dispatcher:
         target = Target.model_validate_json(delivery.target_json)
         sent = await self.core.channels[delivery.channel].send(self.core.view(row, project), target)
 
-        async def record(conn: AsyncConnection) -> None:
-            await request_store.update_delivery(conn, delivery_id, status="sent", ref=sent.ref)
+        def record(conn: Connection) -> None:
+            request_store.update_delivery(conn, delivery_id, status="sent", ref=sent.ref)
             if sent.slack_message_ts:
-                await request_store.set_slack_message_ts(conn, row.rid, sent.slack_message_ts)
+                request_store.set_slack_message_ts(conn, row.rid, sent.slack_message_ts)
             detail = {"delivery_id": delivery_id, "channel": delivery.channel}
-            await request_store.add_event(conn, row.rid, "delivered", detail)
+            request_store.add_event(conn, row.rid, "delivered", detail)
 
         return record
 
@@ -235,8 +224,7 @@ class Dispatcher:
 
     async def _webhook(self, job: OutboxJob) -> Record:
         payload = json.loads(job.payload_json)
-        async with self.core.db.read() as conn:
-            endpoint = await project_store.get_webhook(conn, payload["endpoint_id"])
+        endpoint = await self.core.db.read(project_store.get_webhook, payload["endpoint_id"])
         if endpoint is None or not endpoint.enabled:
             return _nothing
         secret = self.core.box.open(endpoint.sealed_secret)
@@ -251,7 +239,7 @@ class Dispatcher:
             timeout_seconds=self.core.settings.webhook_timeout_seconds,
         )
 
-        async def record(conn: AsyncConnection) -> None:
+        def record(conn: Connection) -> None:
             if job.rid is not None:
                 detail = {
                     "endpoint_id": endpoint.id,
@@ -259,6 +247,36 @@ class Dispatcher:
                     "status_code": attempt.status_code,
                     "attempt": job.attempts,
                 }
-                await request_store.add_event(conn, job.rid, "webhook_delivered", detail)
+                request_store.add_event(conn, job.rid, "webhook_delivered", detail)
 
         return record
+
+
+def _note_failure(conn: Connection, job: OutboxJob, error: str, *, final: bool) -> None:
+    payload = json.loads(job.payload_json)
+    if job.kind == "deliver":
+        status = "failed" if final else "retrying"
+        request_store.update_delivery(conn, payload["delivery_id"], status=status, error=error)
+    if final and job.rid is not None:
+        event = "webhook_failed" if job.kind == "webhook" else "delivery_failed"
+        detail = {"job_id": job.id, "kind": job.kind, "error": error, "attempts": job.attempts}
+        request_store.add_event(conn, job.rid, event, detail)
+
+
+def _fall_back(conn: Connection, job: OutboxJob, target: Target) -> None:
+    assert job.rid is not None and job.project_id is not None
+    failed = json.loads(job.payload_json)["delivery_id"]
+    delivery_id = queue_delivery(conn, job.rid, job.project_id, target)
+    detail = {"failed_delivery_id": failed, "delivery_id": delivery_id, "via": target.via}
+    request_store.add_event(conn, job.rid, "delivery_fallback", detail)
+
+
+def _load(conn: Connection, delivery_id: int) -> tuple[Delivery, Request, str]:
+    """A delivery, its request and the request's project name."""
+    delivery = request_store.get_delivery(conn, delivery_id)
+    assert delivery is not None
+    row = request_store.get_by_rid(conn, delivery.rid)
+    assert row is not None
+    project = project_store.get_project_by_id(conn, row.project_id)
+    assert project is not None
+    return delivery, row, project.name

@@ -7,7 +7,7 @@ import contextlib
 import hashlib
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.engine import Connection
 
 from gateway.core import Caller, Core
 from gateway.crypto import new_rid
@@ -74,12 +74,12 @@ def _delivery_plan(core: Core, target: Target) -> tuple[str, str | None]:
     return "queued", None
 
 
-async def queue_delivery(conn: AsyncConnection, rid: str, project_id: int, target: Target) -> int:
+def queue_delivery(conn: Connection, rid: str, project_id: int, target: Target) -> int:
     """A delivery row and the outbox job that sends it, in the caller's transaction."""
-    delivery_id = await request_store.add_delivery(
+    delivery_id = request_store.add_delivery(
         conn, rid, target.channel, target.model_dump(mode="json"), status="queued"
     )
-    await outbox_store.enqueue(
+    outbox_store.enqueue(
         conn,
         "deliver",
         {"delivery_id": delivery_id},
@@ -90,29 +90,27 @@ async def queue_delivery(conn: AsyncConnection, rid: str, project_id: int, targe
     return delivery_id
 
 
-async def _record_route(
-    conn: AsyncConnection, core: Core, row: Request, route: list[Target]
-) -> None:
+def _record_route(conn: Connection, core: Core, row: Request, route: list[Target]) -> None:
     audit: list[tuple[str, dict[str, Any]]] = [
         ("created", {"call_id": row.call_id}),
         ("routed", {"targets": len(route)}),
     ]
-    audit += await add_targets(conn, core, row, route)
-    await request_store.add_events(conn, row.rid, audit)
+    audit += add_targets(conn, core, row, route)
+    request_store.add_events(conn, row.rid, audit)
 
 
-async def add_targets(
-    conn: AsyncConnection, core: Core, row: Request, targets: list[Target]
+def add_targets(
+    conn: Connection, core: Core, row: Request, targets: list[Target]
 ) -> list[tuple[str, dict[str, Any]]]:
     """A delivery per target (queued, sent or unconfigured); returns the audit entries."""
     audit: list[tuple[str, dict[str, Any]]] = []
     for target in targets:
         status, error = _delivery_plan(core, target)
         if status == "queued":
-            await queue_delivery(conn, row.rid, row.project_id, target)
+            queue_delivery(conn, row.rid, row.project_id, target)
             continue
         ref = {"url": core.link(row.rid)} if status == "sent" else None
-        delivery_id = await request_store.add_delivery(
+        delivery_id = request_store.add_delivery(
             conn,
             row.rid,
             target.channel,
@@ -159,23 +157,23 @@ async def create(core: Core, caller: Caller, kind: Kind, body: Incoming) -> dict
         status=Status.PENDING.value,
         requested_at=utcnow(),
     )
-    async with core.db.write() as conn:
-        if not await request_store.insert_request(conn, row):
-            existing = await request_store.get_by_call_id(conn, caller.project_id, body.call_id)
+
+    def insert(conn: Connection) -> Request:
+        if not request_store.insert_request(conn, row):
+            existing = request_store.get_by_call_id(conn, caller.project_id, body.call_id)
             assert existing is not None  # the insert found it
-            return to_wire(_same_request(existing, kind, fingerprint))
-        await _record_route(conn, core, row, route)
-    core.outbox_wakeup.set()
-    core.waiters.changed()
-    return to_wire(row)
+            return _same_request(existing, kind, fingerprint)
+        _record_route(conn, core, row, route)
+        return row
+
+    return to_wire(await core.db.write(insert))
 
 
 async def find(core: Core, caller: Caller, kind: Kind, call_id: str) -> Request:
     """The caller's request of this kind, or NotFound (also for another project's call)."""
     if not is_call_id(call_id):  # cannot exist; PostgreSQL would also refuse a NUL in text
         raise NotFound(f"no {noun(kind)} with call_id {call_id!r} in this project")
-    async with core.db.read() as conn:
-        row = await request_store.get_by_call_id(conn, caller.project_id, call_id)
+    row = await core.db.read(request_store.get_by_call_id, caller.project_id, call_id)
     if row is None or row.kind != kind:
         raise NotFound(f"no {noun(kind)} with call_id {call_id!r} in this project")
     return row
@@ -189,17 +187,16 @@ async def get(
     if not wait or row.status != Status.PENDING:
         return to_wire(row)
     deadline = asyncio.get_running_loop().time() + min(wait, MAX_WAIT_SECONDS)
-    with core.waiters.watch(row.rid) as decided:
+    with core.waiters.watch(row.rid) as changed:
         row = await find(core, caller, kind, call_id)  # a decision before watch() is seen here
         while row.status == Status.PENDING:
             remaining = deadline - asyncio.get_running_loop().time()
             if remaining <= 0:
                 break
-            # Re-read at least every poll period: a decision made by another process
-            # (the CLI on SQLite) reaches no in-process waiter.
-            slice_ = min(remaining, core.settings.outbox_poll_seconds)
+            # Woken by a commit in this process, a NOTIFY or the change feed: never a poll.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(decided.wait(), timeout=slice_)
+                await asyncio.wait_for(changed.wait(), timeout=remaining)
+            changed.clear()
             row = await find(core, caller, kind, call_id)
     return to_wire(row)
 
@@ -215,16 +212,15 @@ async def listing(
     offset: int,
 ) -> dict[str, Any]:
     """A page in the shape the Go SDK and hld decode: {items,total,limit,offset,has_more}."""
-    async with core.db.read() as conn:
-        rows, total = await request_store.list_requests(
-            conn,
-            caller.project_id,
-            kind.value,
-            status=status,
-            run_id=run_id,
-            limit=limit,
-            offset=offset,
-        )
+    rows, total = await core.db.read(
+        request_store.list_requests,
+        caller.project_id,
+        kind.value,
+        status=status,
+        run_id=run_id,
+        limit=limit,
+        offset=offset,
+    )
     return {
         "items": [to_wire(row) for row in rows],
         "total": total,

@@ -198,9 +198,7 @@ def supervise(core: Core, name: str, session: Session) -> Supervisor:
     """A supervisor with the gateway's timeouts, which on each (re)connect sends what waited."""
 
     async def resume() -> None:
-        async with core.db.write() as conn:
-            await outbox_store.resume_waiting(conn, ChannelDown.marker(name))
-        core.outbox_wakeup.set()
+        await core.db.write(outbox_store.resume_waiting, ChannelDown.marker(name))
 
     settings = core.settings
     return Supervisor(

@@ -1,11 +1,12 @@
-"""Long-poll waiters, woken in-process by the commit of a decision (and, on PostgreSQL,
-by the NOTIFY of a decision another replica committed)."""
+"""Long-poll waiters and live pages, woken by `Core.signal` after a commit changed their
+request: a commit in this process, a NOTIFY from another replica (PostgreSQL) or the change
+feed (SQLite). Nobody polls the database for them."""
 
 from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 ANY = "*"  # watchers of every change: the console's live pages
@@ -29,9 +30,11 @@ class Waiters:
                 if not waiting:
                     del self._events[rid]
 
-    def wake(self, rid: str) -> None:
-        for event in self._events.get(rid, ()):
-            event.set()
+    def wake(self, rids: Iterable[str]) -> None:
+        """The watchers of these requests, and of ANY."""
+        for rid in rids:
+            for event in self._events.get(rid, ()):
+                event.set()
         self.changed()
 
     def changed(self) -> None:

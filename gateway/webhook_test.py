@@ -36,8 +36,7 @@ def sample_request() -> Request:
 
 
 async def send_test_event(core: Core, *, endpoint_id: int | None) -> list[str]:
-    async with core.db.read() as conn:
-        endpoints = await project_store.list_webhooks(conn)
+    endpoints = await core.db.read(project_store.list_webhooks)
     chosen = [e for e in endpoints if endpoint_id is None or e.id == endpoint_id]
     body = dumps(envelope(sample_request(), is_test=True)).encode()
     lines = []

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import httpx
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.engine import Connection
 
 from gateway.crypto import new_webhook_secret, sign_webhook
 from gateway.errors import DeliveryError, InvalidInput
@@ -47,14 +47,14 @@ def subscribed(endpoint: WebhookEndpoint, event_type: str) -> bool:
     return not events or event_type in events
 
 
-async def enqueue_completed(conn: AsyncConnection, core: Core, row: Request) -> None:
+def enqueue_completed(conn: Connection, core: Core, row: Request) -> None:
     """One job per subscribed endpoint; the body is fixed now so retries resend it as is."""
     body = dumps(envelope(row))
     event_type = _EVENT_OF_KIND[Kind(row.kind)]
-    for endpoint in await project_store.list_webhooks(conn, row.project_id, enabled_only=True):
+    for endpoint in project_store.list_webhooks(conn, row.project_id, enabled_only=True):
         if subscribed(endpoint, event_type):
             payload = {"endpoint_id": endpoint.id, "msg_id": new_message_id(), "body": body}
-            await outbox_store.enqueue(
+            outbox_store.enqueue(
                 conn,
                 "webhook",
                 payload,
@@ -152,13 +152,12 @@ async def add_endpoint(
     except DeliveryError as error:
         raise InvalidInput(str(error)) from None
     secret = secret or new_webhook_secret()
-    async with core.db.write() as conn:
-        endpoint_id = await project_store.upsert_webhook(
-            conn,
-            project_id=project_id,
-            url=url,
-            sealed_secret=core.box.seal(secret),
-            events=list(events or []),
-            source=source,
-        )
+    endpoint_id = await core.db.write(
+        project_store.upsert_webhook,
+        project_id=project_id,
+        url=url,
+        sealed_secret=core.box.seal(secret),
+        events=list(events or []),
+        source=source,
+    )
     return endpoint_id, secret

@@ -75,11 +75,10 @@ class RequestFactory:
 
 async def rid_of(gateway: RunningGateway, call_id: str, *, key: str | None = None) -> str:
     """The internal id of the request `call_id` in the project of `key` (the test key)."""
-    async with gateway.core.db.read() as conn:
-        found = await project_store.find_key(conn, hash_api_key(key or gateway.api_key))
-        assert found is not None, "unknown API key"
-        project = found[1]
-        assert project.id is not None
-        row = await request_store.get_by_call_id(conn, project.id, call_id)
+    found = await gateway.core.db.read(project_store.find_key, hash_api_key(key or gateway.api_key))
+    assert found is not None, "unknown API key"
+    project = found[1]
+    assert project.id is not None
+    row = await gateway.core.db.read(request_store.get_by_call_id, project.id, call_id)
     assert row is not None, f"no request {call_id!r}"
     return row.rid

@@ -22,8 +22,7 @@ async def eventually(check: Callable[[], Awaitable[bool]], *, within: float = 15
 
 
 async def add_webhook(gateway: RunningGateway, url: str, project: str = "default") -> str:
-    async with gateway.core.db.read() as conn:
-        row = await project_store.get_project(conn, project)
+    row = await gateway.core.db.read(project_store.get_project, project)
     assert row is not None and row.id is not None
     _endpoint_id, secret = await add_endpoint(gateway.core, project_id=row.id, url=url, events=None)
     return secret

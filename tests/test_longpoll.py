@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 
 from gateway import decisions, intake
 from gateway.app import build_core
@@ -87,10 +88,15 @@ async def test_decision_by_another_process_reaches_the_waiter(
             await request_factory(sqlite_gateway, "cli")
             waiter = asyncio.create_task(client.get("/function_calls/cli", params={"wait": 30}))
             await waiting(sqlite_gateway)
-            async with other.db.read() as conn:
-                rows, _ = await request_store.list_requests(
-                    conn, 1, "function_call", status="pending", run_id=None, limit=1, offset=0
-                )
+            rows, _ = await other.db.read(
+                request_store.list_requests,
+                1,
+                "function_call",
+                status="pending",
+                run_id=None,
+                limit=1,
+                offset=0,
+            )
             info = {"channel": "cli", "name": "ops"}
             await decisions.decide(other, rows[0], decisions.Decision(Event.APPROVE, info))
             answer = (await waiter).json()
@@ -162,15 +168,19 @@ async def test_a_dropped_listen_connection_is_reopened(
                 "SELECT pid FROM pg_stat_activity WHERE application_name = :name"
             ).bindparams(name=LISTENER_NAME)
 
+            def listener_pids(conn: Connection) -> list[int]:
+                return list(conn.execute(listeners).scalars())
+
+            def terminate(conn: Connection, pids: list[int]) -> None:
+                for pid in pids:
+                    conn.execute(sa.select(sa.func.pg_terminate_backend(pid)))
+
             async def pids() -> list[int]:
-                async with killer.read() as conn:
-                    return list((await conn.execute(listeners)).scalars())
+                return await killer.read(listener_pids)
 
             before = await pids()
             assert len(before) == 2
-            async with killer.read() as conn:
-                for pid in before:
-                    await conn.execute(sa.select(sa.func.pg_terminate_backend(pid)))
+            await killer.read(terminate, before)
 
             async def reconnected() -> bool:
                 now = await pids()

@@ -49,9 +49,9 @@ async def test_config_file_webhooks_are_registered(
         '[[webhooks]]\nurl = "http://127.0.0.1:9/x"\nsecret_env = "UNSET_SECRET_VAR"\n',
     )
     settings = test_settings(f"sqlite+aiosqlite:///{tmp_path}/gw.db", config=config)
-    async with running_gateway(settings) as gateway, gateway.core.db.read() as conn:
-        hooks = await project_store.list_webhooks(conn)
-        project = await project_store.get_project(conn, "ops")
+    async with running_gateway(settings) as gateway:
+        hooks = await gateway.core.db.read(project_store.list_webhooks)
+        project = await gateway.core.db.read(project_store.get_project, "ops")
     assert project is not None
     [hook] = hooks  # the one whose secret variable is unset was skipped
     assert hook.url == receiver.url and hook.source == "config" and hook.project_id == project.id

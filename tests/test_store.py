@@ -9,9 +9,9 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from sqlalchemy.engine import Connection
 from sqlmodel import SQLModel
 
 from gateway.store import Database, dumps, migrate, utcnow
@@ -31,37 +31,41 @@ async def db(db_url: str) -> AsyncIterator[Database]:
         await database.aclose()
 
 
-async def new_request(db: Database, call_id: str = "c1") -> Request:
-    async with db.write() as conn:
-        project = await project_store.ensure_project(conn, "default")
-        assert project.id is not None
-        row = Request(
-            rid=f"rid-{call_id}",
-            project_id=project.id,
-            kind="function_call",
-            call_id=call_id,
-            run_id="r",
-            fn="f",
-            spec_json=dumps({"fn": "f", "kwargs": {}}),
-            body_hash="h",
-            route_json="[]",
-            status="pending",
-            requested_at=utcnow(),
-        )
-        assert await request_store.insert_request(conn, row)
+def request_row(project_id: int, call_id: str) -> Request:
+    return Request(
+        rid=f"rid-{call_id}",
+        project_id=project_id,
+        kind="function_call",
+        call_id=call_id,
+        run_id="r",
+        fn="f",
+        spec_json=dumps({"fn": "f", "kwargs": {}}),
+        body_hash="h",
+        route_json="[]",
+        status="pending",
+        requested_at=utcnow(),
+    )
+
+
+def insert_new(conn: Connection, call_id: str) -> Request:
+    project = project_store.ensure_project(conn, "default")
+    assert project.id is not None
+    row = request_row(project.id, call_id)
+    assert request_store.insert_request(conn, row)
     return row
+
+
+async def new_request(db: Database, call_id: str = "c1") -> Request:
+    return await db.write(insert_new, call_id)
 
 
 async def test_decide_is_compare_and_set(db: Database) -> None:
     row = await new_request(db)
-    async with db.write() as conn:
-        first = await request_store.decide(conn, row.rid, "approved", {"comment": "yes"})
-    async with db.write() as conn:
-        second = await request_store.decide(conn, row.rid, "rejected", {"comment": "no"})
+    first = await db.write(request_store.decide, row.rid, "approved", {"comment": "yes"})
+    second = await db.write(request_store.decide, row.rid, "rejected", {"comment": "no"})
     assert first is not None and first.status == "approved" and first.comment == "yes"
     assert second is None
-    async with db.read() as conn:
-        stored = await request_store.get_by_rid(conn, row.rid)
+    stored = await db.read(request_store.get_by_rid, row.rid)
     assert stored is not None and stored.status == "approved" and stored.comment == "yes"
 
 
@@ -69,37 +73,32 @@ async def test_concurrent_decisions_have_one_winner(db: Database) -> None:
     row = await new_request(db)
 
     async def decide(i: int) -> bool:
-        async with db.write() as conn:
-            return (
-                await request_store.decide(conn, row.rid, "approved", {"comment": str(i)})
-                is not None
-            )
+        won = await db.write(request_store.decide, row.rid, "approved", {"comment": str(i)})
+        return won is not None
 
     assert sorted(await asyncio.gather(*(decide(i) for i in range(16)))) == [False] * 15 + [True]
 
 
 async def test_call_id_is_unique_per_project(db: Database) -> None:
     first = await new_request(db, "same")
-    async with db.write() as conn:
-        duplicate = first.model_copy(update={"rid": "other", "run_id": "other-run"})
-        assert await request_store.insert_request(conn, duplicate) is False
-        stored = await request_store.get_by_call_id(conn, first.project_id, "same")
+    duplicate = first.model_copy(update={"rid": "other", "run_id": "other-run"})
+    assert await db.write(request_store.insert_request, duplicate) is False
+    stored = await db.read(request_store.get_by_call_id, first.project_id, "same")
     assert stored is not None and stored.rid == first.rid and stored.run_id == "r"
 
 
+def enqueue_many(conn: Connection, count: int) -> list[int]:
+    return [outbox_store.enqueue(conn, "webhook", {"n": i}, max_attempts=3) for i in range(count)]
+
+
 async def enqueue(db: Database, count: int) -> list[int]:
-    async with db.write() as conn:
-        return [
-            await outbox_store.enqueue(conn, "webhook", {"n": i}, max_attempts=3)
-            for i in range(count)
-        ]
+    return await db.write(enqueue_many, count)
 
 
 async def claim(db: Database, limit: int, lease: timedelta = timedelta(seconds=60)) -> list[int]:
-    async with db.write() as conn:
-        jobs = await outbox_store.claim(
-            conn, limit=limit, lease=lease, skip_locked=not db.is_sqlite
-        )
+    jobs = await db.write(
+        outbox_store.claim, limit=limit, lease=lease, skip_locked=not db.is_sqlite
+    )
     return [job.id for job in jobs if job.id is not None]
 
 
@@ -121,21 +120,22 @@ async def test_expired_lease_is_claimable_again(db: Database) -> None:
     [job_id] = await enqueue(db, 1)
     assert await claim(db, 1, lease=timedelta(seconds=-1)) == [job_id]
     assert await claim(db, 1) == [job_id]
-    async with db.read() as conn:
-        job = await outbox_store.get_job(conn, job_id)
+    job = await db.read(outbox_store.get_job, job_id)
     assert job is not None and job.attempts == 2 and job.status == "running"
+
+
+def retry_and_bury(conn: Connection, first: int, second: int) -> None:
+    outbox_store.retry(conn, first, run_at=utcnow() + timedelta(hours=1), error="503")
+    outbox_store.bury(conn, second, error="gone for good")
 
 
 async def test_retry_waits_and_bury_is_final(db: Database) -> None:
     first, second = await enqueue(db, 2)
     await claim(db, 2)
-    async with db.write() as conn:
-        await outbox_store.retry(conn, first, run_at=utcnow() + timedelta(hours=1), error="503")
-        await outbox_store.bury(conn, second, error="gone for good")
+    await db.write(retry_and_bury, first, second)
     assert await claim(db, 10) == []
-    async with db.read() as conn:
-        dead = await outbox_store.list_jobs(conn, project_id=None, status="dead")
-        due = await outbox_store.next_due_at(conn)
+    dead = await db.read(outbox_store.list_jobs, project_id=None, status="dead")
+    due = await db.read(outbox_store.next_due_at)
     assert [job.id for job in dead] == [second] and dead[0].last_error == "gone for good"
     assert due is not None
 
@@ -143,37 +143,40 @@ async def test_retry_waits_and_bury_is_final(db: Database) -> None:
 async def test_release_leases_returns_running_jobs(db: Database) -> None:
     ids = await enqueue(db, 2)
     await claim(db, 2)
-    async with db.write() as conn:
-        assert await outbox_store.release_leases(conn) == 2
+    assert await db.write(outbox_store.release_leases) == 2
     assert await claim(db, 5) == ids
 
 
 async def test_migrations_match_the_tables(db: Database) -> None:
     await migrate.upgrade(db)  # a second upgrade is a no-op
 
-    def diff(connection: sa.Connection) -> list[object]:
+    def diff(connection: Connection) -> list[object]:
         context = MigrationContext.configure(connection)
         return list(compare_metadata(context, SQLModel.metadata))
 
-    async with db.read() as conn:
-        assert await conn.run_sync(diff) == []
+    assert await db.read(diff) == []
+
+
+def pragmas(conn: Connection) -> list[object]:
+    names = ("journal_mode", "synchronous", "busy_timeout")
+    return [conn.exec_driver_sql(f"PRAGMA {name}").scalar() for name in names]
 
 
 async def test_sqlite_durability_settings(tmp_path: Path) -> None:
     db = Database(f"sqlite+aiosqlite:///{tmp_path}/s.db")
     await migrate.upgrade(db)
     try:
-        async with db.read() as conn:
-            pragmas = [
-                (await conn.exec_driver_sql(f"PRAGMA {name}")).scalar()
-                for name in ("journal_mode", "synchronous", "busy_timeout")
-            ]
-        assert pragmas == ["wal", 2, 5000]  # synchronous=2 is FULL
-        async with db.write():
+        assert await db.read(pragmas) == ["wal", 2, 5000]  # synchronous=2 is FULL
+
+        def locked_from_begin(_conn: Connection) -> None:
             # The write transaction holds the write lock from BEGIN, before any statement.
             other = sqlite3.connect(tmp_path / "s.db", timeout=0, isolation_level=None)
-            with pytest.raises(sqlite3.OperationalError, match="locked"):
-                other.execute("BEGIN IMMEDIATE")
-            other.close()
+            try:
+                with pytest.raises(sqlite3.OperationalError, match="locked"):
+                    other.execute("BEGIN IMMEDIATE")
+            finally:
+                other.close()
+
+        await db.write(locked_from_begin)
     finally:
         await db.aclose()

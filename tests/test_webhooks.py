@@ -56,8 +56,7 @@ async def test_gone_disables_the_endpoint(
     await decide_one(gateway, "g1")
     await receiver.wait_for(1)
     await eventually(lambda: outbox_idle(gateway))
-    async with gateway.core.db.read() as conn:
-        [endpoint] = await project_store.list_webhooks(conn)
+    [endpoint] = await gateway.core.db.read(project_store.list_webhooks)
     assert endpoint.enabled is False and "410" in (endpoint.disabled_reason or "")
     assert "webhook_endpoint_disabled" in [
         e["type"] for e in (await events(gateway, "g1"))["events"]
@@ -86,8 +85,7 @@ async def test_dead_after_the_last_attempt(
 
 
 async def test_events_filter(gateway: RunningGateway, receiver: WebhookReceiver) -> None:
-    async with gateway.core.db.read() as conn:
-        project = await project_store.get_project(conn, "default")
+    project = await gateway.core.db.read(project_store.get_project, "default")
     assert project is not None and project.id is not None
     await add_endpoint(
         gateway.core, project_id=project.id, url=receiver.url, events=["human_contact.completed"]
@@ -119,21 +117,19 @@ async def test_test_event_is_marked(gateway: RunningGateway, receiver: WebhookRe
 async def test_private_addresses_are_refused(tmp_path: object, receiver: WebhookReceiver) -> None:
     settings = test_settings(f"sqlite+aiosqlite:///{tmp_path}/p.db", webhook_allow_private=False)
     async with running_gateway(settings) as gateway:
-        async with gateway.core.db.read() as conn:
-            project = await project_store.get_project(conn, "default")
+        project = await gateway.core.db.read(project_store.get_project, "default")
         assert project is not None and project.id is not None
         with pytest.raises(InvalidInput, match="GATEWAY_WEBHOOK_ALLOW_PRIVATE"):
             await add_endpoint(gateway.core, project_id=project.id, url=receiver.url, events=None)
         # Registered while allowed (say, before an operator turned it off): refused at send time.
-        async with gateway.core.db.write() as conn:
-            await project_store.upsert_webhook(
-                conn,
-                project_id=project.id,
-                url=receiver.url,
-                sealed_secret=gateway.core.box.seal("whsec_" + "A" * 32),
-                events=[],
-                source="cli",
-            )
+        await gateway.core.db.write(
+            project_store.upsert_webhook,
+            project_id=project.id,
+            url=receiver.url,
+            sealed_secret=gateway.core.box.seal("whsec_" + "A" * 32),
+            events=[],
+            source="cli",
+        )
         await decide_one(gateway, "p1")
         await eventually(lambda: outbox_idle(gateway))
         [dead] = await jobs(gateway, status="dead")

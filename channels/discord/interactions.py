@@ -211,12 +211,10 @@ class Interactions:
         return await decide(self.core, row, decision(row))
 
     async def _row(self, rid: str) -> Request | None:
-        async with self.core.db.read() as conn:
-            return await request_store.get_by_rid(conn, rid)
+        return await self.core.db.read(request_store.get_by_rid, rid)
 
     async def _view(self, row: Request) -> RequestView:
-        async with self.core.db.read() as conn:
-            project = await project_store.get_project_by_id(conn, row.project_id)
+        project = await self.core.db.read(project_store.get_project_by_id, row.project_id)
         return self.core.view(row, project.name if project else "")
 
 

@@ -112,8 +112,7 @@ class Watcher:
 
     async def _drain(self, client: aioimaplib.IMAP4, uidvalidity: int) -> None:
         """Hand every message after the checkpoint to the pipeline, oldest first."""
-        async with self.db.read() as conn:
-            saved = await email_store.checkpoint(conn, self.mailbox)
+        saved = await self.db.read(email_store.checkpoint, self.mailbox)
         # A new UIDVALIDITY means the old UIDs mean nothing: read the mailbox again (the
         # pipeline's Message-ID check keeps that from deciding anything twice).
         last = saved[1] if saved and saved[0] == uidvalidity else 0
@@ -122,8 +121,7 @@ class Watcher:
             if raw is not None:
                 await self.receive(raw)
                 _ok(await client.uid("store", str(uid), "+FLAGS.SILENT", r"(\Seen)"), "STORE")
-            async with self.db.write() as conn:
-                await email_store.save_checkpoint(conn, self.mailbox, uidvalidity, uid)
+            await self.db.write(email_store.save_checkpoint, self.mailbox, uidvalidity, uid)
 
     async def _uids_after(self, client: aioimaplib.IMAP4, last: int) -> list[int]:
         response = _ok(await client.uid_search(f"UID {last + 1}:*"), "UID SEARCH")

@@ -79,18 +79,13 @@ class Inbox:
         """Handle one raw message; returns once any decision it made has committed."""
         message = parse(raw)
         key = message_key(message, raw)
-        async with self.core.db.read() as conn:
-            earlier = await email_store.seen(conn, key)
+        earlier = await self.core.db.read(email_store.seen, key)
         if earlier is not None:
             return Outcome("duplicate", f"already handled: {earlier}")
         outcome = await self._handle(message, key)
-        async with self.core.db.write() as conn:
-            await email_store.mark_seen(
-                conn, key, outcome.rid, f"{outcome.result}: {outcome.reason}"
-            )
-            if outcome.rid is not None and outcome.result != "decided":
-                detail = {"result": outcome.result, "reason": outcome.reason, "message_id": key}
-                await request_store.add_event(conn, outcome.rid, "email_reply_ignored", detail)
+        await self.core.db.write(
+            email_store.mark_handled, key, outcome.rid, outcome.result, outcome.reason
+        )
         log.info("email %s: %s (%s)", key, outcome.result, outcome.reason)
         return outcome
 
@@ -109,8 +104,7 @@ class Inbox:
             message, self.settings.email_trusted_authserv_id or ""
         ):
             return Outcome("ignored", f"no dmarc=pass for {sender} from a trusted server", rid)
-        async with self.core.db.read() as conn:
-            row = await request_store.get_by_rid(conn, rid)
+        row = await self.core.db.read(request_store.get_by_rid, rid)
         if row is None:
             return Outcome("ignored", "the request no longer exists", rid)
         return await self._answer(message, key, row, sender)
@@ -175,8 +169,7 @@ class Inbox:
             await asyncio.gather(*self._answers, return_exceptions=True)
 
     async def _reload(self, row: Request) -> Request:
-        async with self.core.db.read() as conn:
-            current = await request_store.get_by_rid(conn, row.rid)
+        current = await self.core.db.read(request_store.get_by_rid, row.rid)
         return current or row
 
 

@@ -215,7 +215,7 @@ class SlackChannel:
             return
         signing_secret = self.settings.signing_secret.get_secret_value()
         if self.installable:
-            self.installations = Installations(self.settings, core.db.writer)
+            self.installations = Installations(self.settings, core.db.async_engine)
             bolt = AsyncApp(
                 signing_secret=signing_secret,
                 client=AsyncWebClient(base_url=self.settings.api_url),

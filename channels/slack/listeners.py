@@ -121,8 +121,7 @@ class SlackListeners:
             await tell(str(refusal))
 
     async def _row(self, rid: str) -> Request | None:
-        async with self.core.db.read() as conn:
-            return await request_store.get_by_rid(conn, rid)
+        return await self.core.db.read(request_store.get_by_rid, rid)
 
     async def approve(
         self, ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient
@@ -194,9 +193,7 @@ class SlackListeners:
 
     async def _thread_request(self, channel: str, thread_ts: str) -> Request | None:
         """The request whose Slack message starts this thread, in this channel."""
-        async with self.core.db.read() as conn:
-            rows = await request_store.get_by_slack_ts(conn, thread_ts)
-            deliveries = await request_store.list_deliveries(conn, [r.rid for r in rows])
+        rows, deliveries = await self.core.db.read(request_store.thread_candidates, thread_ts)
         ours = {
             d.rid
             for d in deliveries

@@ -95,8 +95,7 @@ async def _live_viewer(core: Core, cookie: str | None) -> Viewer | None:
         return None
     if not isinstance(sid, str) or not sid:
         return None
-    async with core.db.read() as conn:
-        session = await console_store.live_session(conn, _sid_hash(sid))
+    session = await core.db.read(console_store.live_session, _sid_hash(sid))
     if session is None:
         return None  # signed out, signed out everywhere, or expired
     flash = (session.flash_path, session.flash) if session.flash and session.flash_path else None
@@ -104,15 +103,14 @@ async def _live_viewer(core: Core, cookie: str | None) -> Viewer | None:
 
 
 async def start_session(core: Core, response: Response, person: Viewer) -> None:
-    async with core.db.write() as conn:
-        await console_store.create_session(
-            conn,
-            _sid_hash(person.sid),
-            email=person.email,
-            name=person.name,
-            projects=person.projects,
-            ttl=timedelta(seconds=SESSION_SECONDS),
-        )
+    await core.db.write(
+        console_store.create_session,
+        _sid_hash(person.sid),
+        email=person.email,
+        name=person.name,
+        projects=person.projects,
+        ttl=timedelta(seconds=SESSION_SECONDS),
+    )
     response.set_cookie(
         COOKIE,
         signed.sign(_session_key(core), {"s": person.sid}, SESSION_SECONDS),
@@ -127,31 +125,29 @@ async def start_session(core: Core, response: Response, person: Viewer) -> None:
 async def end_session(core: Core, response: Response, viewer: Viewer | None) -> None:
     """Sign out this browser: the session ends server-side, so a copy of the cookie ends too."""
     if viewer is not None and not viewer.sid.startswith("link:"):
-        async with core.db.write() as conn:
-            await console_store.revoke_session(conn, _sid_hash(viewer.sid))
+        await core.db.write(console_store.revoke_session, _sid_hash(viewer.sid))
     response.delete_cookie(COOKIE, path="/")
 
 
 async def end_every_session(core: Core, response: Response, viewer: Viewer) -> int:
     """Sign out every browser of this person (the operator: every operator session)."""
-    async with core.db.write() as conn:
-        ended = await console_store.revoke_sessions_of(conn, viewer.email)
+    ended = await core.db.write(console_store.revoke_sessions_of, viewer.email)
     response.delete_cookie(COOKIE, path="/")
     return ended
 
 
 async def flash(core: Core, viewer: Viewer, path: str, text: str) -> None:
     """A notice the server composed, shown once on `path` in this session."""
-    async with core.db.write() as conn:
-        await console_store.set_flash(conn, _sid_hash(viewer.sid), path, text)
+    await core.db.write(console_store.set_flash, _sid_hash(viewer.sid), path, text)
 
 
 async def take_flash(core: Core, viewer: Viewer, path: str) -> str | None:
     """This session's notice for `path`, if any; it is shown once (a second tab gets None)."""
     if viewer.flash is None or viewer.flash[0] != path:
         return None
-    async with core.db.write() as conn:
-        taken = await console_store.take_flash(conn, _sid_hash(viewer.sid), path, viewer.flash[1])
+    taken = await core.db.write(
+        console_store.take_flash, _sid_hash(viewer.sid), path, viewer.flash[1]
+    )
     return viewer.flash[1] if taken else None
 
 
@@ -244,8 +240,7 @@ async def create_sign_in_link(
 ) -> str:
     """A one-time URL (30 minutes): the operator's, or a configured person's."""
     token = secrets.token_urlsafe(24)
-    async with core.db.write() as conn:
-        await console_store.create_login(conn, _link_hash(token), email, LINK_TTL)
+    await core.db.write(console_store.create_login, _link_hash(token), email, LINK_TTL)
     settings = core.settings
     base = base_url or settings.public_url or f"http://{settings.host}:{settings.port}"
     return f"{base.rstrip('/')}/console/link/{token}"
@@ -253,8 +248,7 @@ async def create_sign_in_link(
 
 async def spend_sign_in_link(core: Core, token: str) -> Viewer | str:
     """The person the link signs in, or why it cannot."""
-    async with core.db.write() as conn:
-        used = await console_store.use_login(conn, _link_hash(token))
+    used = await core.db.write(console_store.use_login, _link_hash(token))
     if not used.ok:
         return used.reason
     if used.email is None:

@@ -10,7 +10,6 @@ A `/r/<rid>` POST carries the link's own token and a MAC of it. Another project'
 from __future__ import annotations
 
 import asyncio
-import json
 import urllib.parse
 from collections.abc import AsyncIterator
 from typing import Any
@@ -39,9 +38,7 @@ from channels.web.auth import (
 from gateway import signed
 from gateway.core import Core
 from gateway.store import console as console_store
-from gateway.store import outbox as outbox_store
 from gateway.store import projects as project_store
-from gateway.store import requests as request_store
 from gateway.store.tables import Request as RequestRow
 from gateway.waiters import ANY
 
@@ -240,11 +237,12 @@ async def _listing(request: Request, *, pending: bool, template: str) -> Respons
     if viewer is None:
         return _to_sign_in(request)
     filters = _filters(request)
-    async with core.db.read() as conn:
-        found = await console_store.search_requests(
-            conn, projects=_projects(viewer), pending=pending, filters=filters
-        )
-        projects = [p.name for p in await project_store.list_projects(conn) if viewer.sees(p.name)]
+    found = await core.db.read(
+        console_store.search_requests, projects=_projects(viewer), pending=pending, filters=filters
+    )
+    projects = [
+        p.name for p in await core.db.read(project_store.list_projects) if viewer.sees(p.name)
+    ]
     rows = [render.summary(row, project) for row, project in found]
     name = "queue_rows.html" if request.query_params.get("partial") else template
     return render.page(
@@ -261,18 +259,14 @@ async def _listing(request: Request, *, pending: bool, template: str) -> Respons
 
 
 async def _visible(core: Core, viewer: Viewer, rid: str) -> tuple[RequestRow, str] | None:
-    async with core.db.read() as conn:
-        row = await request_store.get_by_rid(conn, rid)
-        project = await console_store.project_name(conn, row.project_id) if row else None
+    row, project = await core.db.read(console_store.request_and_project, rid)
     if row is None or project is None or not viewer.sees(project):
         return None
     return row, project
 
 
 async def _detail(core: Core, row: RequestRow, project: str) -> dict[str, Any]:
-    async with core.db.read() as conn:
-        deliveries = await request_store.list_deliveries(conn, [row.rid])
-        events = await request_store.list_events(conn, row.rid)
+    deliveries, events = await core.db.read(console_store.deliveries_and_events, row.rid)
     return render.detail(row, project, deliveries, events)
 
 
@@ -358,9 +352,7 @@ async def request_link(request: Request, rid: str, t: str | None = None) -> Resp
     holder = _link_viewer(core, rid, t)
     if isinstance(holder, str):
         return _message(core, None, 403, "Link refused", holder)
-    async with core.db.read() as conn:
-        row = await request_store.get_by_rid(conn, rid)
-        project = await console_store.project_name(conn, row.project_id) if row else None
+    row, project = await core.db.read(console_store.request_and_project, rid)
     if row is None or project is None:
         return _message(core, None, 404, "Not found", "There is no such request here.")
     detail = await _detail(core, row, project)
@@ -405,11 +397,12 @@ async def webhooks_page(request: Request) -> Response:
     viewer = viewer_of(core, request)
     if viewer is None:
         return _to_sign_in(request)
-    async with core.db.read() as conn:
-        projects = {p.id: p.name for p in await project_store.list_projects(conn) if p.id}
-        visible = [pid for pid, name in projects.items() if viewer.sees(name)]
-        endpoints = [e for e in await project_store.list_webhooks(conn) if e.project_id in visible]
-        jobs = await console_store.webhook_jobs(conn, visible)
+    projects = {p.id: p.name for p in await core.db.read(project_store.list_projects) if p.id}
+    visible = [pid for pid, name in projects.items() if viewer.sees(name)]
+    endpoints = [
+        e for e in await core.db.read(project_store.list_webhooks) if e.project_id in visible
+    ]
+    jobs = await core.db.read(console_store.webhook_jobs, visible)
     return render.page(
         "webhooks.html",
         endpoints=[render.endpoint(e, projects.get(e.project_id, "?")) for e in endpoints],
@@ -427,24 +420,9 @@ async def redeliver(request: Request, job_id: int) -> Response:
     if isinstance(checked, Response):
         return checked
     viewer, _form_fields = checked
-    async with core.db.write() as conn:
-        job = await outbox_store.get_job(conn, job_id)
-        project = (
-            await console_store.project_name(conn, job.project_id)
-            if job is not None and job.project_id is not None
-            else None
-        )
-        if job is None or job.kind != "webhook" or project is None or not viewer.sees(project):
-            return _message(core, viewer, 404, "Not found", "There is no such webhook delivery.")
-        await outbox_store.enqueue(
-            conn,
-            "webhook",
-            json.loads(job.payload_json),  # the same message id: receivers dedupe on it
-            rid=job.rid,
-            project_id=job.project_id,
-            max_attempts=job.max_attempts,
-        )
-    core.outbox_wakeup.set()
+    queued = await core.db.write(console_store.redeliver_webhook, job_id, viewer.sees)
+    if not queued:
+        return _message(core, viewer, 404, "Not found", "There is no such webhook delivery.")
     await flash(core, viewer, "/console/webhooks", f"Delivery {job_id} queued again.")
     return RedirectResponse("/console/webhooks", status_code=303)
 
@@ -455,8 +433,7 @@ async def channels_page(request: Request) -> Response:
     viewer = viewer_of(core, request)
     if viewer is None:
         return _to_sign_in(request)
-    async with core.db.read() as conn:
-        errors = await console_store.last_delivery_errors(conn)
+    errors = await core.db.read(console_store.last_delivery_errors)
     rows = [
         render.channel_health(name, channel, errors.get(name))
         for name, channel in core.channels.items()

@@ -37,8 +37,7 @@ async def get_caller(
     scheme, _, token = authorization.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise Unauthorized("the Authorization header must be 'Bearer <api key>'")
-    async with core.db.read() as conn:
-        found = await project_store.find_key(conn, hash_api_key(token.strip()))
+    found = await core.db.read(project_store.find_key, hash_api_key(token.strip()))
     if found is None:
         raise Unauthorized("invalid or revoked API key")
     key, project = found

@@ -23,14 +23,12 @@ JobStatus = Literal["pending", "running", "done", "dead"]
 @router.get("/calls/{call_id}/events", tags=["audit"], responses=responses(401, 404, 503))
 async def call_events(call_id: str, core: CoreDep, caller: CallerDep) -> dict[str, Any]:
     """The audit trail and deliveries of one request (function call or human contact)."""
-    async with core.db.read() as conn:
-        row = None
-        if is_call_id(call_id):
-            row = await request_store.get_by_call_id(conn, caller.project_id, call_id)
-        if row is None:
-            raise NotFound(f"no request with call_id {call_id!r} in this project")
-        events = await request_store.list_events(conn, row.rid)
-        deliveries = await request_store.list_deliveries(conn, [row.rid])
+    found = None
+    if is_call_id(call_id):
+        found = await core.db.read(request_store.trail, caller.project_id, call_id)
+    if found is None:
+        raise NotFound(f"no request with call_id {call_id!r} in this project")
+    events, deliveries = found
     return {
         "call_id": call_id,
         "events": [
@@ -58,10 +56,9 @@ async def jobs(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> dict[str, Any]:
     """Outbox jobs of this project; `status=dead` lists what gave up after its last attempt."""
-    async with core.db.read() as conn:
-        rows = await outbox_store.list_jobs(
-            conn, project_id=caller.project_id, status=status, limit=limit
-        )
+    rows = await core.db.read(
+        outbox_store.list_jobs, project_id=caller.project_id, status=status, limit=limit
+    )
     return {
         "items": [
             {

@@ -18,6 +18,7 @@ from gateway.models import (
     HumanContactIn,
     HumanContactStatusIn,
 )
+from gateway.store.engine import ping
 
 router = APIRouter(route_class=StrictJSONRoute)
 
@@ -181,8 +182,7 @@ health = APIRouter()
 
 @health.get("/healthz", tags=["health"], responses=HEALTH)
 async def healthz(core: CoreDep) -> Wire:
-    async with core.db.read() as conn:
-        await conn.exec_driver_sql("SELECT 1")
+    await core.db.read(ping)
     return {"status": "ok"}
 
 

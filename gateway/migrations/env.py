@@ -1,13 +1,10 @@
 """Alembic environment: runs on the connection `gateway.store.migrate` hands over,
-or on its own async engine when the alembic CLI is used directly."""
+or on the gateway's own engine when the alembic CLI is used directly."""
 
 from __future__ import annotations
 
-import asyncio
-
 from alembic import context
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import create_async_engine
 from sqlmodel import SQLModel
 
 import gateway.store.tables  # noqa: F401  (registers the tables on SQLModel.metadata)
@@ -21,15 +18,17 @@ def run_on(connection: Connection) -> None:
         context.run_migrations()
 
 
-async def run_with_own_engine(url: str) -> None:
-    engine = create_async_engine(url)
-    async with engine.begin() as conn:
-        await conn.run_sync(run_on)
-    await engine.dispose()
+def run_with_own_engine(url: str) -> None:
+    from gateway.store.engine import make_engine
+
+    engine = make_engine(url, for_migrations=True)
+    with engine.begin() as conn:
+        run_on(conn)
+    engine.dispose()
 
 
 connection = context.config.attributes.get("connection")
 if connection is not None:
     run_on(connection)
 else:
-    asyncio.run(run_with_own_engine(context.config.get_main_option("sqlalchemy.url") or ""))
+    run_with_own_engine(context.config.get_main_option("sqlalchemy.url") or "")

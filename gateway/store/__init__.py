@@ -1,5 +1,7 @@
 """The store: the only package that issues SQL."""
 
-from gateway.store.engine import Database, as_utc, dumps, utcnow
+from gateway.store.changes import Changes
+from gateway.store.engine import Database
+from gateway.store.values import as_utc, dumps, utcnow
 
-__all__ = ["Database", "as_utc", "dumps", "utcnow"]
+__all__ = ["Changes", "Database", "as_utc", "dumps", "utcnow"]

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.engine import Connection
 
-from gateway.store.engine import dumps, utcnow
+from gateway.store import outbox as outbox_store
+from gateway.store import requests as request_store
 from gateway.store.tables import (
     ConsoleLogin,
     ConsoleSession,
@@ -18,7 +19,9 @@ from gateway.store.tables import (
     OutboxJob,
     Project,
     Request,
+    RequestEvent,
 )
+from gateway.store.values import dumps, utcnow
 
 _login = ConsoleLogin.__table__  # type: ignore[attr-defined]
 _session = ConsoleSession.__table__  # type: ignore[attr-defined]
@@ -28,12 +31,10 @@ _delivery = Delivery.__table__  # type: ignore[attr-defined]
 _job = OutboxJob.__table__  # type: ignore[attr-defined]
 
 
-async def create_login(
-    conn: AsyncConnection, token_hash: str, email: str | None, ttl: timedelta
-) -> datetime:
+def create_login(conn: Connection, token_hash: str, email: str | None, ttl: timedelta) -> datetime:
     now = utcnow()
     values = {"token_hash": token_hash, "email": email, "created_at": now, "expires_at": now + ttl}
-    await conn.execute(sa.insert(_login).values(values))
+    conn.execute(sa.insert(_login).values(values))
     return now + ttl
 
 
@@ -44,7 +45,7 @@ class LoginUse:
     reason: str = ""
 
 
-async def use_login(conn: AsyncConnection, token_hash: str) -> LoginUse:
+def use_login(conn: Connection, token_hash: str) -> LoginUse:
     """Spend a sign-in link: only once, and only before it expires."""
     now = utcnow()
     spend = (
@@ -55,10 +56,10 @@ async def use_login(conn: AsyncConnection, token_hash: str) -> LoginUse:
         .values(used_at=now)
         .returning(_login.c.email)
     )
-    spent = (await conn.execute(spend)).first()
+    spent = (conn.execute(spend)).first()
     if spent is not None:
         return LoginUse(ok=True, email=spent[0])
-    found = (await conn.execute(sa.select(_login).where(_login.c.token_hash == token_hash))).first()
+    found = (conn.execute(sa.select(_login).where(_login.c.token_hash == token_hash))).first()
     if found is None:
         return LoginUse(ok=False, reason="this sign-in link is not valid")
     if found.used_at is not None:
@@ -77,8 +78,8 @@ class LiveSession:
     flash_path: str | None
 
 
-async def create_session(
-    conn: AsyncConnection,
+def create_session(
+    conn: Connection,
     sid_hash: str,
     *,
     email: str | None,
@@ -88,7 +89,7 @@ async def create_session(
 ) -> None:
     now = utcnow()
     # Expired sessions are dead already; dropping them here keeps the table small.
-    await conn.execute(sa.delete(_session).where(_session.c.expires_at < now))
+    conn.execute(sa.delete(_session).where(_session.c.expires_at < now))
     values = {
         "sid_hash": sid_hash,
         "email": email,
@@ -97,10 +98,10 @@ async def create_session(
         "created_at": now,
         "expires_at": now + ttl,
     }
-    await conn.execute(sa.insert(_session).values(values))
+    conn.execute(sa.insert(_session).values(values))
 
 
-async def live_session(conn: AsyncConnection, sid_hash: str) -> LiveSession | None:
+def live_session(conn: Connection, sid_hash: str) -> LiveSession | None:
     """The session if it is neither revoked nor expired: one read by primary key."""
     query = sa.select(
         _session.c.email,
@@ -113,23 +114,23 @@ async def live_session(conn: AsyncConnection, sid_hash: str) -> LiveSession | No
         _session.c.revoked_at.is_(None),
         _session.c.expires_at > utcnow(),
     )
-    row = (await conn.execute(query)).first()
+    row = (conn.execute(query)).first()
     if row is None:
         return None
     projects = None if row.projects_json is None else tuple(json.loads(row.projects_json))
     return LiveSession(row.email, row.name, projects, row.flash, row.flash_path)
 
 
-async def revoke_session(conn: AsyncConnection, sid_hash: str) -> bool:
+def revoke_session(conn: Connection, sid_hash: str) -> bool:
     revoke = (
         sa.update(_session)
         .where(_session.c.sid_hash == sid_hash, _session.c.revoked_at.is_(None))
         .values(revoked_at=utcnow(), flash=None, flash_path=None)
     )
-    return bool((await conn.execute(revoke)).rowcount)
+    return bool((conn.execute(revoke)).rowcount)
 
 
-async def revoke_sessions_of(conn: AsyncConnection, email: str | None) -> int:
+def revoke_sessions_of(conn: Connection, email: str | None) -> int:
     """End every live session of one person (`email=None`: every operator session)."""
     person = _session.c.email.is_(None) if email is None else _session.c.email == email
     revoke = (
@@ -137,19 +138,19 @@ async def revoke_sessions_of(conn: AsyncConnection, email: str | None) -> int:
         .where(person, _session.c.revoked_at.is_(None))
         .values(revoked_at=utcnow(), flash=None, flash_path=None)
     )
-    return int((await conn.execute(revoke)).rowcount)
+    return int((conn.execute(revoke)).rowcount)
 
 
-async def set_flash(conn: AsyncConnection, sid_hash: str, path: str, text: str) -> None:
+def set_flash(conn: Connection, sid_hash: str, path: str, text: str) -> None:
     query = (
         sa.update(_session)
         .where(_session.c.sid_hash == sid_hash, _session.c.revoked_at.is_(None))
         .values(flash=text, flash_path=path)
     )
-    await conn.execute(query)
+    conn.execute(query)
 
 
-async def take_flash(conn: AsyncConnection, sid_hash: str, path: str, text: str) -> bool:
+def take_flash(conn: Connection, sid_hash: str, path: str, text: str) -> bool:
     """Clear the notice `text` for `path` if it is still there: True for one caller only."""
     query = (
         sa.update(_session)
@@ -160,7 +161,7 @@ async def take_flash(conn: AsyncConnection, sid_hash: str, path: str, text: str)
         )
         .values(flash=None, flash_path=None)
     )
-    return bool((await conn.execute(query)).rowcount)
+    return bool((conn.execute(query)).rowcount)
 
 
 @dataclass(frozen=True)
@@ -174,8 +175,8 @@ class Filters:
     text: str | None = None  # history search: call id, run id, function, comment, answer
 
 
-async def search_requests(
-    conn: AsyncConnection,
+def search_requests(
+    conn: Connection,
     *,
     projects: Sequence[str] | None,
     pending: bool,
@@ -205,7 +206,7 @@ async def search_requests(
         pattern = f"%{filters.text}%"
         columns = (_request.c.call_id, _request.c.run_id, _request.c.fn, _request.c.comment)
         query = query.where(sa.or_(*(c.ilike(pattern) for c in (*columns, _request.c.response))))
-    rows = (await conn.execute(query)).all()
+    rows = (conn.execute(query)).all()
     return [(_as_request(row), str(row.project_name)) for row in rows]
 
 
@@ -215,13 +216,13 @@ def _as_request(row: sa.Row[object]) -> Request:
     return Request(**values)
 
 
-async def project_name(conn: AsyncConnection, project_id: int) -> str | None:
+def project_name(conn: Connection, project_id: int) -> str | None:
     query = sa.select(_project.c.name).where(_project.c.id == project_id)
-    name = (await conn.execute(query)).scalar_one_or_none()
+    name = (conn.execute(query)).scalar_one_or_none()
     return None if name is None else str(name)
 
 
-async def last_delivery_errors(conn: AsyncConnection) -> dict[str, tuple[str, datetime]]:
+def last_delivery_errors(conn: Connection) -> dict[str, tuple[str, datetime]]:
     """Each channel's most recent failed delivery: its error and when."""
     query = (
         sa.select(_delivery.c.channel, _delivery.c.error, _delivery.c.updated_at)
@@ -230,21 +231,51 @@ async def last_delivery_errors(conn: AsyncConnection) -> dict[str, tuple[str, da
         .limit(500)
     )
     latest: dict[str, tuple[str, datetime]] = {}
-    for channel, error, at in (await conn.execute(query)).all():
+    for channel, error, at in (conn.execute(query)).all():
         latest.setdefault(str(channel), (str(error or ""), at))
     return latest
 
 
-async def webhook_jobs(
-    conn: AsyncConnection, project_ids: Sequence[int] | None, limit: int = 200
+def webhook_jobs(
+    conn: Connection, project_ids: Sequence[int] | None, limit: int = 200
 ) -> list[OutboxJob]:
     """Recent webhook deliveries (outbox jobs), newest first."""
     query = sa.select(_job).where(_job.c.kind == "webhook").order_by(_job.c.id.desc()).limit(limit)
     if project_ids is not None:
         query = query.where(_job.c.project_id.in_(project_ids))
-    return [OutboxJob(**row._mapping) for row in (await conn.execute(query)).all()]
+    return [OutboxJob(**row._mapping) for row in (conn.execute(query)).all()]
 
 
-async def project_ids(conn: AsyncConnection, names: Sequence[str]) -> list[int]:
+def project_ids(conn: Connection, names: Sequence[str]) -> list[int]:
     query = sa.select(_project.c.id).where(_project.c.name.in_(names))
-    return [int(value) for value in (await conn.execute(query)).scalars()]
+    return [int(value) for value in (conn.execute(query)).scalars()]
+
+
+def request_and_project(conn: Connection, rid: str) -> tuple[Request | None, str | None]:
+    """A request by rid, and its project's name."""
+    row = request_store.get_by_rid(conn, rid)
+    return row, project_name(conn, row.project_id) if row is not None else None
+
+
+def deliveries_and_events(conn: Connection, rid: str) -> tuple[list[Delivery], list[RequestEvent]]:
+    return request_store.list_deliveries(conn, [rid]), request_store.list_events(conn, rid)
+
+
+def redeliver_webhook(conn: Connection, job_id: int, sees: Callable[[str], bool]) -> bool:
+    """Queue a webhook delivery again, with the same message id (receivers dedupe on it);
+    False when there is no such delivery the viewer (`sees`) may see."""
+    job = outbox_store.get_job(conn, job_id)
+    if job is None or job.kind != "webhook" or job.project_id is None:
+        return False
+    project = project_name(conn, job.project_id)
+    if project is None or not sees(project):
+        return False
+    outbox_store.enqueue(
+        conn,
+        "webhook",
+        json.loads(job.payload_json),
+        rid=job.rid,
+        project_id=job.project_id,
+        max_attempts=job.max_attempts,
+    )
+    return True

@@ -1,114 +1,250 @@
-"""Engines and transactions. SQLite: WAL, synchronous=FULL, one writer in BEGIN IMMEDIATE.
-PostgreSQL: one pool, and NOTIFY so other replicas learn about decisions and new jobs."""
+"""The gateway's database: synchronous SQLAlchemy Core in threads, so a request costs one
+thread hop for its reads and one for its writes, never one per statement.
+
+- Writes go to a group-committing writer (`writer.py`): one thread on SQLite (one writer,
+  BEGIN IMMEDIATE, `synchronous=FULL`), a few on PostgreSQL.
+- Reads run in a small pool of threads, each with its own autocommit connection.
+- After each durable commit, `on_changes` is called once, on the event loop, with what the
+  batch changed. On PostgreSQL the batch also NOTIFYs other processes; on SQLite it appends
+  to the change feed, which `follow` reads for changes other processes made (the CLI).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
-from datetime import UTC, datetime
+import secrets
+import sqlite3
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy import event
-from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from gateway.store import feed
+from gateway.store.changes import Changes
+from gateway.store.values import dumps
+from gateway.store.writer import BatchHooks, Writer
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 SQLITE_BUSY_TIMEOUT_MS = 5000
-DECIDED_CHANNEL = "gateway_decided"
-OUTBOX_CHANNEL = "gateway_outbox"
-EVERYONE = "*"  # a decided-channel payload that wakes every waiter
+CHANGES_CHANNEL = "gateway_changes"
+NOTIFY_LIMIT = 7000  # bytes per NOTIFY payload (PostgreSQL's limit is 8000)
 LISTENER_NAME = "hitl-gateway-listener"
+READERS = 4
+PG_WRITERS = 4
+FEED_PRUNE_SECONDS = 600.0
 
 
-def utcnow() -> datetime:
-    return datetime.now(UTC)
+def sync_url(url: str) -> str:
+    """The URL of the synchronous driver: sqlite3, or psycopg for PostgreSQL."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        return parsed.set(drivername="sqlite+pysqlite").render_as_string(hide_password=False)
+    return parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
 
 
-def as_utc(value: datetime) -> datetime:
-    """SQLite hands datetimes back naive; everything stored is UTC."""
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
-def dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), allow_nan=False)
+def async_url(url: str) -> str:
+    """The URL of the asyncio driver (for Slack's installation store)."""
+    parsed = make_url(url)
+    driver = "sqlite+aiosqlite" if parsed.get_backend_name() == "sqlite" else "postgresql+asyncpg"
+    return parsed.set(drivername=driver).render_as_string(hide_password=False)
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
-    # Autocommit at the driver: writes choose their own BEGIN below (SQLAlchemy sqlite docs).
+    # Autocommit at the driver: the writer emits BEGIN IMMEDIATE itself (SQLAlchemy's
+    # pysqlite docs), and readers never hold a transaction open.
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=FULL")
     cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    cursor.execute("PRAGMA synchronous=FULL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
 
 
-def _sqlite_engine(url: str, *, writer: bool) -> AsyncEngine:
+def _use_wal(path: str) -> None:
+    """WAL is a property of the file: set it once, from one connection, before any other
+    opens (two connections switching journal modes at once can fail at once as busy)."""
+    conn = sqlite3.connect(path, timeout=SQLITE_BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+    finally:
+        conn.close()
+
+
+def make_engine(url: str, *, for_migrations: bool = False) -> Engine:
+    """The synchronous engine; `for_migrations` gives transactional DDL on SQLite."""
     parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        pool = READERS + PG_WRITERS + 4  # readers, writers, migrations and the odd extra
+        return sa.create_engine(sync_url(url), pool_size=pool, max_overflow=8)
     if parsed.database and parsed.database != ":memory:":
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-    if writer:
-        # One pooled connection: the process queues its own writers instead of spinning on
-        # SQLITE_BUSY, and each write transaction takes the lock at BEGIN IMMEDIATE.
-        engine = create_async_engine(url, pool_size=1, max_overflow=0, pool_timeout=30)
-        begin = "BEGIN IMMEDIATE"
-        event.listen(engine.sync_engine, "begin", lambda conn: conn.exec_driver_sql(begin))
-    else:
-        # Readers stay in autocommit: no BEGIN and no ROLLBACK round trip per request
-        # (each costs several thread hops through aiosqlite).
-        engine = create_async_engine(url, pool_size=8, pool_reset_on_return=None)
-    event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+        _use_wal(parsed.database)
+    engine = sa.create_engine(
+        sync_url(url),
+        pool_size=READERS + 4,
+        max_overflow=8,
+        connect_args={"check_same_thread": False},  # closed at shutdown by the loop's thread
+    )
+    event.listen(engine, "connect", _sqlite_pragmas)
+    if for_migrations:  # SQLAlchemy's pysqlite recipe: emit BEGIN ourselves
+        event.listen(engine, "begin", lambda conn: conn.exec_driver_sql("BEGIN IMMEDIATE"))
     return engine
 
 
+class _SqliteHooks(BatchHooks):
+    """The change feed: other processes (the CLI) learn what this one changed, and back."""
+
+    begin_sql = "BEGIN IMMEDIATE"
+
+    def __init__(self, origin: str) -> None:
+        self.origin = origin
+
+    def before_commit(self, conn: Connection, changes: Changes) -> None:
+        if changes:
+            feed.append(conn, self.origin, changes)
+
+
+class _PostgresHooks(BatchHooks):
+    """NOTIFY is sent by PostgreSQL at commit: every replica hears of the batch."""
+
+    def before_commit(self, conn: Connection, changes: Changes) -> None:
+        for payload in notify_payloads(changes):
+            conn.execute(sa.select(sa.func.pg_notify(CHANGES_CHANNEL, payload)))
+
+
+def _bind(
+    fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Callable[[Connection], T]:
+    """`fn` with everything but the connection it will run on."""
+
+    def call(conn: Connection) -> T:
+        return fn(conn, *args, **kwargs)
+
+    return call
+
+
+def ping(conn: Connection) -> None:
+    """The database answers (health checks)."""
+    conn.exec_driver_sql("SELECT 1")
+
+
+def notify_payloads(changes: Changes) -> list[str]:
+    """`changes` as NOTIFY payloads under PostgreSQL's size limit."""
+    payloads: list[str] = []
+    rids = sorted(changes.rids)
+    while True:
+        chunk: list[str] = []
+        while rids and len(",".join([*chunk, rids[0]])) < NOTIFY_LIMIT:
+            chunk.append(rids.pop(0))
+        body = {"rids": chunk, "jobs": changes.jobs, "all": changes.everything}
+        payloads.append(dumps(body))
+        if not rids:
+            return payloads
+
+
+def parse_payload(payload: str) -> Changes:
+    try:
+        body = json.loads(payload)
+        return Changes(set(body["rids"]), bool(body["jobs"]), bool(body["all"]))
+    except (ValueError, KeyError, TypeError):
+        return Changes(everything=True)  # not ours to read: have everyone look again
+
+
 class Database:
-    """The gateway's connection to its store. Only `gateway.store` issues SQL."""
+    """The gateway's store. Only `gateway.store` issues SQL; everything else hands it
+    functions of a Connection through `read` and `write`."""
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self.is_sqlite = url.startswith("sqlite")
-        if self.is_sqlite:
-            self.writer = _sqlite_engine(url, writer=True)
-            self.reader = _sqlite_engine(url, writer=False)
-        else:
-            self.writer = create_async_engine(url, pool_size=10, max_overflow=10)
-            self.reader = self.writer
+        self.is_sqlite = make_url(url).get_backend_name() == "sqlite"
+        self.engine = make_engine(url)
+        self.on_changes: Callable[[Changes], None] = lambda _changes: None
+        self.origin = secrets.token_hex(8)  # this process, in the change feed
+        hooks = _SqliteHooks(self.origin) if self.is_sqlite else _PostgresHooks()
+        self._writer = Writer(
+            self.engine,
+            hooks,
+            threads=1 if self.is_sqlite else PG_WRITERS,
+            on_commit=lambda changes: self.on_changes(changes),
+        )
+        self._readers = ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="db-reader")
+        self._local = threading.local()
+        self._opened: list[Connection] = []
+        self._async_engine: AsyncEngine | None = None
         self._listener: Any = None
-        self._on_notify: Callable[[str, str], None] = lambda _channel, _payload: None
+        self._follower: asyncio.Task[None] | None = None
         self._reconnect: asyncio.Task[None] | None = None
         self._closing = False
 
     def __repr__(self) -> str:
         return f"Database({make_url(self.url).render_as_string(hide_password=True)})"
 
-    @asynccontextmanager
-    async def write(self) -> AsyncIterator[AsyncConnection]:
-        async with self.writer.begin() as conn:
-            yield conn
+    async def read(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """`fn(conn, *args, **kwargs)` on a reader thread: one hop, however many statements."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._readers, self._read, _bind(fn, args, kwargs))
 
-    @asynccontextmanager
-    async def read(self) -> AsyncIterator[AsyncConnection]:
-        async with self.reader.connect() as conn:
-            yield conn
+    def _read(self, call: Callable[[Connection], T]) -> T:
+        conn: Connection | None = getattr(self._local, "conn", None)
+        if conn is None or conn.closed:
+            conn = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+            self._local.conn = conn
+            self._opened.append(conn)
+        return call(conn)
 
-    async def notify(self, conn: AsyncConnection, channel: str, payload: str) -> None:
-        """Queue a NOTIFY that PostgreSQL sends on commit; SQLite has one process only."""
-        if not self.is_sqlite:
-            await conn.execute(sa.select(sa.func.pg_notify(channel, payload)))
+    async def write(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """`fn(conn, *args, **kwargs)` in the writer's next batch; returns once that batch
+        is durable (or raises what `fn` raised, or why the batch failed)."""
+        result: T = await self._writer.submit(_bind(fn, args, kwargs))
+        return result
 
-    async def listen(self, on_notify: Callable[[str, str], None]) -> None:
-        """Receive NOTIFYs from every replica (PostgreSQL only), reconnecting if dropped."""
+    @property
+    def writer(self) -> Writer:
+        """The group-committing writer (tests count its batches and inject failures)."""
+        return self._writer
+
+    @property
+    def async_engine(self) -> AsyncEngine:
+        """An asyncio engine, only for libraries that need one (Slack's installation store)."""
+        if self._async_engine is None:
+            self._async_engine = create_async_engine(async_url(self.url))
+        return self._async_engine
+
+    # --- changes made by other processes
+
+    async def follow(self, period: float) -> None:
+        """Hear about other processes' changes: PostgreSQL's NOTIFY, or SQLite's feed."""
         if self.is_sqlite:
-            return
-        self._on_notify = on_notify
-        await self._connect_listener()
+            self._follower = asyncio.create_task(self._follow_feed(period), name="change-feed")
+        else:
+            await self._connect_listener()
+
+    async def _follow_feed(self, period: float) -> None:
+        last = await self.read(feed.last_seq)
+        pruned = asyncio.get_running_loop().time()
+        while True:
+            await asyncio.sleep(period)  # one read per period, however many waiters
+            try:
+                last, news = await self.read(feed.after, last, self.origin)
+                if asyncio.get_running_loop().time() - pruned > FEED_PRUNE_SECONDS:
+                    await self.write(feed.prune)
+                    pruned = asyncio.get_running_loop().time()
+            except sa.exc.OperationalError as error:
+                log.warning("change feed: %s", error)
+                continue
+            if news:
+                self.on_changes(news)
 
     async def _connect_listener(self) -> None:
         import asyncpg  # type: ignore[import-untyped]  # only PostgreSQL needs the raw driver
@@ -116,11 +252,10 @@ class Database:
         dsn = make_url(self.url).set(drivername="postgresql").render_as_string(hide_password=False)
         conn = await asyncpg.connect(dsn, server_settings={"application_name": LISTENER_NAME})
 
-        def callback(_conn: Any, _pid: int, channel: str, payload: str) -> None:
-            self._on_notify(channel, payload)
+        def callback(_conn: Any, _pid: int, _channel: str, payload: str) -> None:
+            self.on_changes(parse_payload(payload))
 
-        for channel in (DECIDED_CHANNEL, OUTBOX_CHANNEL):
-            await conn.add_listener(channel, callback)
+        await conn.add_listener(CHANGES_CHANNEL, callback)
         conn.add_termination_listener(self._listener_lost)
         self._listener = conn
 
@@ -141,17 +276,21 @@ class Database:
                 delay = min(delay * 2, 30)
             else:
                 # NOTIFYs sent while we were away are gone: have everyone look again.
-                self._on_notify(DECIDED_CHANNEL, EVERYONE)
-                self._on_notify(OUTBOX_CHANNEL, "")
+                self.on_changes(Changes(jobs=True, everything=True))
                 return
 
     async def aclose(self) -> None:
         self._closing = True
-        if self._reconnect is not None:
-            self._reconnect.cancel()
+        for task in (self._reconnect, self._follower):
+            if task is not None:
+                task.cancel()
         if self._listener is not None:
             await asyncio.shield(self._listener.close())
             self._listener = None
-        await self.writer.dispose()
-        if self.reader is not self.writer:
-            await self.reader.dispose()
+        await asyncio.to_thread(self._writer.close)
+        self._readers.shutdown(wait=True)
+        for conn in self._opened:
+            conn.close()
+        if self._async_engine is not None:
+            await self._async_engine.dispose()
+        self.engine.dispose()

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Engine
 
-from gateway.store.engine import Database
+from gateway.store.engine import Database, make_engine
 
 MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
 
@@ -22,25 +23,29 @@ def alembic_config(url: str) -> Config:
     return config
 
 
-def _upgrade(connection: Connection, url: str) -> None:
+def _upgrade(url: str) -> None:
     config = alembic_config(url)
-    config.attributes["connection"] = connection
-    command.upgrade(config, "head")
+    engine = make_engine(url, for_migrations=True)
+    try:
+        with engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.upgrade(config, "head")
+    finally:
+        engine.dispose()
 
 
 async def upgrade(db: Database) -> None:
-    async with db.write() as conn:
-        await conn.run_sync(_upgrade, db.url)
+    await asyncio.to_thread(_upgrade, db.url)
 
 
-def _current(connection: Connection) -> str | None:
-    return MigrationContext.configure(connection).get_current_revision()
+def _current(engine: Engine) -> str | None:
+    with engine.connect() as connection:
+        return MigrationContext.configure(connection).get_current_revision()
 
 
 async def schema_behind(db: Database) -> str | None:
     """Why the schema is not at the latest migration, or None when it is."""
-    async with db.read() as conn:
-        current = await conn.run_sync(_current)
+    current = await asyncio.to_thread(_current, db.engine)
     head = ScriptDirectory.from_config(alembic_config(db.url)).get_current_head()
     if current == head:
         return None

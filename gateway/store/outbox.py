@@ -6,16 +6,17 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.engine import Connection
 
-from gateway.store.engine import dumps, utcnow
+from gateway.store.changes import jobs_queued
 from gateway.store.tables import OutboxJob
+from gateway.store.values import dumps, utcnow
 
 _job = OutboxJob.__table__  # type: ignore[attr-defined]
 
 
-async def enqueue(
-    conn: AsyncConnection,
+def enqueue(
+    conn: Connection,
     kind: str,
     payload: dict[str, Any],
     *,
@@ -37,13 +38,12 @@ async def enqueue(
         "created_at": now,
         "updated_at": now,
     }
-    result = await conn.execute(sa.insert(_job).values(values).returning(_job.c.id))
+    result = conn.execute(sa.insert(_job).values(values).returning(_job.c.id))
+    jobs_queued(conn)
     return int(result.scalar_one())
 
 
-async def claim(
-    conn: AsyncConnection, *, limit: int, lease: timedelta, skip_locked: bool
-) -> list[OutboxJob]:
+def claim(conn: Connection, *, limit: int, lease: timedelta, skip_locked: bool) -> list[OutboxJob]:
     """Take due jobs (and jobs whose lease ran out after a crash) for one lease period."""
     now = utcnow()
     due = sa.or_(
@@ -64,16 +64,16 @@ async def claim(
         )
         .returning(*_job.c)
     )
-    rows = (await conn.execute(query)).all()
+    rows = (conn.execute(query)).all()
     return sorted((OutboxJob(**row._mapping) for row in rows), key=lambda job: job.id or 0)
 
 
-async def complete(conn: AsyncConnection, job_id: int) -> None:
+def complete(conn: Connection, job_id: int) -> None:
     values = {"status": "done", "locked_until": None, "updated_at": utcnow()}
-    await conn.execute(sa.update(_job).where(_job.c.id == job_id).values(values))
+    conn.execute(sa.update(_job).where(_job.c.id == job_id).values(values))
 
 
-async def retry(conn: AsyncConnection, job_id: int, *, run_at: datetime, error: str) -> None:
+def retry(conn: Connection, job_id: int, *, run_at: datetime, error: str) -> None:
     values = {
         "status": "pending",
         "run_at": run_at,
@@ -81,10 +81,10 @@ async def retry(conn: AsyncConnection, job_id: int, *, run_at: datetime, error: 
         "last_error": error,
         "updated_at": utcnow(),
     }
-    await conn.execute(sa.update(_job).where(_job.c.id == job_id).values(values))
+    conn.execute(sa.update(_job).where(_job.c.id == job_id).values(values))
 
 
-async def postpone(conn: AsyncConnection, job_id: int, *, run_at: datetime, error: str) -> None:
+def postpone(conn: Connection, job_id: int, *, run_at: datetime, error: str) -> None:
     """Try again later without spending an attempt (the channel itself was down)."""
     values = {
         "status": "pending",
@@ -94,52 +94,53 @@ async def postpone(conn: AsyncConnection, job_id: int, *, run_at: datetime, erro
         "last_error": error,
         "updated_at": utcnow(),
     }
-    await conn.execute(sa.update(_job).where(_job.c.id == job_id).values(values))
+    conn.execute(sa.update(_job).where(_job.c.id == job_id).values(values))
 
 
-async def resume_waiting(conn: AsyncConnection, marker: str) -> int:
+def resume_waiting(conn: Connection, marker: str) -> int:
     """Jobs postponed because a channel was down are due now that it is up."""
     query = (
         sa.update(_job)
         .where(_job.c.status == "pending", _job.c.last_error.startswith(marker, autoescape=True))
         .values(run_at=utcnow())
     )
-    return (await conn.execute(query)).rowcount
+    jobs_queued(conn)
+    return int(conn.execute(query).rowcount)
 
 
-async def bury(conn: AsyncConnection, job_id: int, *, error: str) -> None:
+def bury(conn: Connection, job_id: int, *, error: str) -> None:
     """The last attempt failed: the job is dead and stays visible for an operator."""
     values = {"status": "dead", "locked_until": None, "last_error": error, "updated_at": utcnow()}
-    await conn.execute(sa.update(_job).where(_job.c.id == job_id).values(values))
+    conn.execute(sa.update(_job).where(_job.c.id == job_id).values(values))
 
 
-async def release_leases(conn: AsyncConnection) -> int:
+def release_leases(conn: Connection) -> int:
     """At start on SQLite (one process by construction), jobs left running are orphans."""
     query = (
         sa.update(_job)
         .where(_job.c.status == "running")
         .values(status="pending", locked_until=None, run_at=utcnow())
     )
-    return (await conn.execute(query)).rowcount
+    return (conn.execute(query)).rowcount
 
 
-async def next_due_at(conn: AsyncConnection) -> datetime | None:
+def next_due_at(conn: Connection) -> datetime | None:
     query = sa.select(sa.func.min(_job.c.run_at)).where(_job.c.status == "pending")
-    value: datetime | None = (await conn.execute(query)).scalar_one_or_none()
+    value: datetime | None = (conn.execute(query)).scalar_one_or_none()
     return value
 
 
-async def list_jobs(
-    conn: AsyncConnection, *, project_id: int | None, status: str | None, limit: int = 100
+def list_jobs(
+    conn: Connection, *, project_id: int | None, status: str | None, limit: int = 100
 ) -> list[OutboxJob]:
     query = sa.select(_job).order_by(_job.c.id.desc()).limit(limit)
     if project_id is not None:
         query = query.where(_job.c.project_id == project_id)
     if status is not None:
         query = query.where(_job.c.status == status)
-    return [OutboxJob(**row._mapping) for row in (await conn.execute(query)).all()]
+    return [OutboxJob(**row._mapping) for row in (conn.execute(query)).all()]
 
 
-async def get_job(conn: AsyncConnection, job_id: int) -> OutboxJob | None:
-    row = (await conn.execute(sa.select(_job).where(_job.c.id == job_id))).first()
+def get_job(conn: Connection, job_id: int) -> OutboxJob | None:
+    row = (conn.execute(sa.select(_job).where(_job.c.id == job_id))).first()
     return None if row is None else OutboxJob(**row._mapping)

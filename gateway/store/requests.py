@@ -9,10 +9,11 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.engine import Connection
 
-from gateway.store.engine import dumps, utcnow
+from gateway.store.changes import request_changed
 from gateway.store.tables import Delivery, Request, RequestEvent
+from gateway.store.values import dumps, utcnow
 
 _request = Request.__table__  # type: ignore[attr-defined]
 _event = RequestEvent.__table__  # type: ignore[attr-defined]
@@ -35,31 +36,32 @@ _BY_CALL_ID = sa.select(_request).where(
 _INSERT_EVENT = sa.insert(_event)
 
 
-async def insert_request(conn: AsyncConnection, request: Request) -> bool:
+def insert_request(conn: Connection, request: Request) -> bool:
     """Insert unless (project, call_id) exists; False means it did (idempotent create)."""
-    result = await conn.execute(_INSERT_NEW[conn.dialect.name], request.model_dump())
-    return result.first() is not None
+    result = conn.execute(_INSERT_NEW[conn.dialect.name], request.model_dump())
+    inserted = result.first() is not None
+    if inserted:
+        request_changed(conn, request.rid)
+    return inserted
 
 
-async def get_by_call_id(conn: AsyncConnection, project_id: int, call_id: str) -> Request | None:
+def get_by_call_id(conn: Connection, project_id: int, call_id: str) -> Request | None:
     params = {"project_id": project_id, "call_id": call_id}
-    return _to_request((await conn.execute(_BY_CALL_ID, params)).first())
+    return _to_request((conn.execute(_BY_CALL_ID, params)).first())
 
 
-async def get_by_rid(conn: AsyncConnection, rid: str) -> Request | None:
+def get_by_rid(conn: Connection, rid: str) -> Request | None:
     query = sa.select(_request).where(_request.c.rid == rid)
-    return _to_request((await conn.execute(query)).first())
+    return _to_request((conn.execute(query)).first())
 
 
-async def get_by_slack_ts(conn: AsyncConnection, ts: str) -> list[Request]:
+def get_by_slack_ts(conn: Connection, ts: str) -> list[Request]:
     """Requests whose Slack message has this ts (a thread's parent); callers check the channel."""
     query = sa.select(_request).where(_request.c.slack_message_ts == ts)
-    return [Request(**row._mapping) for row in (await conn.execute(query)).all()]
+    return [Request(**row._mapping) for row in (conn.execute(query)).all()]
 
 
-async def decide(
-    conn: AsyncConnection, rid: str, status: str, fields: dict[str, Any]
-) -> Request | None:
+def decide(conn: Connection, rid: str, status: str, fields: dict[str, Any]) -> Request | None:
     """Compare-and-set: only a pending request changes; None means someone decided first."""
     query = (
         sa.update(_request)
@@ -67,27 +69,34 @@ async def decide(
         .values(status=status, **fields)
         .returning(*_request.c)
     )
-    return _to_request((await conn.execute(query)).first())
+    decided = _to_request(conn.execute(query).first())
+    if decided is not None:
+        request_changed(conn, rid)
+    return decided
 
 
-async def set_slack_message_ts(conn: AsyncConnection, rid: str, ts: str) -> None:
+def thread_candidates(conn: Connection, ts: str) -> tuple[list[Request], list[Delivery]]:
+    """Requests whose Slack message has this ts, with their deliveries (to check the channel)."""
+    rows = get_by_slack_ts(conn, ts)
+    return rows, list_deliveries(conn, [row.rid for row in rows])
+
+
+def set_slack_message_ts(conn: Connection, rid: str, ts: str) -> None:
     query = sa.update(_request).where(_request.c.rid == rid).values(slack_message_ts=ts)
-    await conn.execute(query)
+    conn.execute(query)
 
 
-async def add_to_route(conn: AsyncConnection, rid: str, target: dict[str, Any]) -> None:
+def add_to_route(conn: Connection, rid: str, target: dict[str, Any]) -> None:
     """Append a target to a request's route (an escalation's new recipients may answer)."""
     current = (
-        await conn.execute(sa.select(_request.c.route_json).where(_request.c.rid == rid))
+        conn.execute(sa.select(_request.c.route_json).where(_request.c.rid == rid))
     ).scalar_one()
     route = [*json.loads(current), target]
-    await conn.execute(
-        sa.update(_request).where(_request.c.rid == rid).values(route_json=dumps(route))
-    )
+    conn.execute(sa.update(_request).where(_request.c.rid == rid).values(route_json=dumps(route)))
 
 
-async def list_requests(
-    conn: AsyncConnection,
+def list_requests(
+    conn: Connection,
     project_id: int,
     kind: str,
     *,
@@ -104,7 +113,7 @@ async def list_requests(
         where.append(_request.c.run_id == run_id)
     condition = sa.and_(*where)
     count = sa.select(sa.func.count()).select_from(_request).where(condition)
-    total = (await conn.execute(count)).scalar_one()
+    total = (conn.execute(count)).scalar_one()
     query = (
         sa.select(_request)
         .where(condition)
@@ -112,32 +121,38 @@ async def list_requests(
         .limit(limit)
         .offset(offset)
     )
-    rows = (await conn.execute(query)).all()
+    rows = (conn.execute(query)).all()
     return [Request(**row._mapping) for row in rows], int(total)
 
 
-async def add_event(
-    conn: AsyncConnection, rid: str, type_: str, detail: dict[str, Any] | None = None
-) -> None:
-    await add_events(conn, rid, [(type_, detail or {})])
+def add_event(conn: Connection, rid: str, type_: str, detail: dict[str, Any] | None = None) -> None:
+    add_events(conn, rid, [(type_, detail or {})])
 
 
-async def add_events(
-    conn: AsyncConnection, rid: str, events: Sequence[tuple[str, dict[str, Any]]]
-) -> None:
+def add_events(conn: Connection, rid: str, events: Sequence[tuple[str, dict[str, Any]]]) -> None:
     """Several audit events in one statement."""
     now = utcnow()
     rows = [{"rid": rid, "type": t, "detail_json": dumps(d), "at": now} for t, d in events]
-    await conn.execute(_INSERT_EVENT, rows)
+    conn.execute(_INSERT_EVENT, rows)
 
 
-async def list_events(conn: AsyncConnection, rid: str) -> list[RequestEvent]:
+def list_events(conn: Connection, rid: str) -> list[RequestEvent]:
     query = sa.select(_event).where(_event.c.rid == rid).order_by(_event.c.id)
-    return [RequestEvent(**row._mapping) for row in (await conn.execute(query)).all()]
+    return [RequestEvent(**row._mapping) for row in (conn.execute(query)).all()]
 
 
-async def add_delivery(
-    conn: AsyncConnection,
+def trail(
+    conn: Connection, project_id: int, call_id: str
+) -> tuple[list[RequestEvent], list[Delivery]] | None:
+    """A request's audit events and deliveries (None: no such request in the project)."""
+    row = get_by_call_id(conn, project_id, call_id)
+    if row is None:
+        return None
+    return list_events(conn, row.rid), list_deliveries(conn, [row.rid])
+
+
+def add_delivery(
+    conn: Connection,
     rid: str,
     channel: str,
     target: dict[str, Any],
@@ -155,22 +170,22 @@ async def add_delivery(
         "ref_json": None if ref is None else dumps(ref),
         "updated_at": utcnow(),
     }
-    result = await conn.execute(sa.insert(_delivery).values(values).returning(_delivery.c.id))
+    result = conn.execute(sa.insert(_delivery).values(values).returning(_delivery.c.id))
     return int(result.scalar_one())
 
 
-async def get_delivery(conn: AsyncConnection, delivery_id: int) -> Delivery | None:
-    row = (await conn.execute(sa.select(_delivery).where(_delivery.c.id == delivery_id))).first()
+def get_delivery(conn: Connection, delivery_id: int) -> Delivery | None:
+    row = (conn.execute(sa.select(_delivery).where(_delivery.c.id == delivery_id))).first()
     return None if row is None else Delivery(**row._mapping)
 
 
-async def list_deliveries(conn: AsyncConnection, rids: Sequence[str]) -> list[Delivery]:
+def list_deliveries(conn: Connection, rids: Sequence[str]) -> list[Delivery]:
     query = sa.select(_delivery).where(_delivery.c.rid.in_(rids)).order_by(_delivery.c.id)
-    return [Delivery(**row._mapping) for row in (await conn.execute(query)).all()]
+    return [Delivery(**row._mapping) for row in (conn.execute(query)).all()]
 
 
-async def update_delivery(
-    conn: AsyncConnection,
+def update_delivery(
+    conn: Connection,
     delivery_id: int,
     *,
     status: str,
@@ -181,4 +196,4 @@ async def update_delivery(
     values: dict[str, Any] = {"status": status, "error": error, "updated_at": at or utcnow()}
     if ref is not None:
         values["ref_json"] = dumps(ref)
-    await conn.execute(sa.update(_delivery).where(_delivery.c.id == delivery_id).values(values))
+    conn.execute(sa.update(_delivery).where(_delivery.c.id == delivery_id).values(values))

@@ -176,3 +176,18 @@ class ConsoleSession(SQLModel, table=True):
     # A one-time status line the server composed for one page ("Recorded: approved by …").
     flash: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
     flash_path: str | None = Field(default=None, max_length=2048)
+
+
+class ChangeFeed(SQLModel, table=True):
+    """What each write batch changed, so other processes on the same SQLite file (the CLI)
+    can wake their waiters; PostgreSQL uses NOTIFY instead. Pruned after an hour."""
+
+    __tablename__ = "change_feed"
+    # Never reuse a seq, even after pruning every row: readers remember the last one seen.
+    __table_args__ = {"sqlite_autoincrement": True}
+
+    seq: int | None = Field(default=None, primary_key=True)
+    origin: str = Field(max_length=32)  # the process that wrote it: not news to itself
+    rid: str | None = Field(default=None, max_length=32)
+    jobs: bool = False
+    at: datetime = Field(sa_column=_ts())

@@ -199,8 +199,7 @@ async def test_the_same_reply_delivered_twice_decides_once(
     assert (await decided(gateway, "twice-1"))["approved"] is True
 
     async def both_copies_read() -> bool:
-        async with gateway.core.db.read() as conn:
-            read = await email_store.checkpoint(conn, "INBOX")
+        read = await gateway.core.db.read(email_store.checkpoint, "INBOX")
         return read is not None and read[1] >= 2  # the mailbox holds just these two
 
     await eventually(both_copies_read)

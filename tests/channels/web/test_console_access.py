@@ -151,14 +151,12 @@ async def assert_pending(gateway: RunningGateway, call_id: str, key: str | None 
 
 
 async def webhook_jobs(gateway: RunningGateway) -> list[OutboxJob]:
-    async with gateway.core.db.read() as conn:
-        jobs = await outbox_store.list_jobs(conn, project_id=None, status=None)
+    jobs = await gateway.core.db.read(outbox_store.list_jobs, project_id=None, status=None)
     return [job for job in jobs if job.kind == "webhook"]
 
 
 async def _project_id(gateway: RunningGateway, name: str) -> int:
-    async with gateway.core.db.write() as conn:
-        project = await project_store.ensure_project(conn, name)
+    project = await gateway.core.db.write(project_store.ensure_project, name)
     assert project.id is not None
     return project.id
 
@@ -180,8 +178,7 @@ async def decided_with_a_webhook(
 
 
 async def _job_done(gateway: RunningGateway, job_id: int) -> bool:
-    async with gateway.core.db.read() as conn:
-        job = await outbox_store.get_job(conn, job_id)
+    job = await gateway.core.db.read(outbox_store.get_job, job_id)
     return job is not None and job.status == "done"
 
 
@@ -413,8 +410,9 @@ async def test_a_persons_sign_in_link_keeps_their_projects(
 
 async def test_expired_and_made_up_sign_in_links_are_refused(gateway: RunningGateway) -> None:
     token = "expired-token-for-the-test"
-    async with gateway.core.db.write() as conn:
-        await console_store.create_login(conn, _link_hash(token), None, timedelta(seconds=-1))
+    await gateway.core.db.write(
+        console_store.create_login, _link_hash(token), None, timedelta(seconds=-1)
+    )
 
     async with browser(gateway) as client:
         expired = await client.post(f"/console/link/{token}")

@@ -32,6 +32,7 @@ if str(REPO_ROOT) not in sys.path:
 
 import httpx  # noqa: E402
 
+from gateway.models import FunctionCallIn  # noqa: E402  (annotations resolve at module level)
 from tests.services.gateway_process import GatewayProcess  # noqa: E402
 from tests.services.net import free_port  # noqa: E402
 from tests.services.postgres import ThrowawayPostgres, createdb, find_bindir  # noqa: E402
@@ -198,15 +199,35 @@ async def baseline_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": BASELINE_BODY})
 
 
-def serve_baseline(port: int) -> None:
+def fastapi_baseline_app() -> Any:
+    """FastAPI validating the create body with the gateway's own pydantic model, no store:
+    the framework's floor for the same request."""
+    from fastapi import FastAPI, Response
+
+    app = FastAPI()
+
+    @app.post(API_PREFIX + "/function_calls")
+    async def create(body: FunctionCallIn) -> Response:
+        return Response(BASELINE_BODY, media_type="application/json")
+
+    @app.get("/")
+    async def root() -> Response:
+        return Response(BASELINE_BODY, media_type="application/json")
+
+    return app
+
+
+def serve_baseline(port: int, kind: str = "bare") -> None:
     import uvicorn
 
+    app = baseline_app if kind == "bare" else fastapi_baseline_app()
     # The same call as `gateway serve`: uvicorn.run(app, host, port, log_level).
-    uvicorn.run(baseline_app, host="127.0.0.1", port=port, log_level="warning")
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
 
 
 class BaselineProcess:
-    def __init__(self) -> None:
+    def __init__(self, kind: str = "bare") -> None:
+        self.kind = kind
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -224,7 +245,10 @@ class BaselineProcess:
 
     def start(self, timeout: float = 20) -> BaselineProcess:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bench.common", "baseline", "--port", str(self.port)],
+            [
+                *(sys.executable, "-m", "bench.common", "baseline"),
+                *("--port", str(self.port), "--kind", self.kind),
+            ],
             cwd=REPO_ROOT,
             stdout=subprocess.DEVNULL,
         )
@@ -252,8 +276,10 @@ class BaselineProcess:
 
 
 @contextlib.contextmanager
-def baseline_server() -> Iterator[BaselineProcess]:
-    server = BaselineProcess()
+def baseline_server(kind: str = "bare") -> Iterator[BaselineProcess]:
+    """`kind` "bare": an ASGI function returning a fixed body; "fastapi": FastAPI validating
+    the body with the gateway's model first."""
+    server = BaselineProcess(kind)
     try:
         yield server.start()
     finally:
@@ -345,7 +371,7 @@ def throwaway_postgres(database: str) -> Iterator[str]:
     bindir = find_bindir()
     if bindir is None:
         raise RuntimeError("no PostgreSQL binaries found (initdb); run tests/services/provision.sh")
-    server = ThrowawayPostgres(bindir)
+    server = ThrowawayPostgres(bindir, durable=True)  # fsync and synchronous_commit on
     try:
         server.start()
         createdb(server, database)
@@ -363,9 +389,10 @@ def main(argv: list[str] | None = None) -> None:
     commands = parser.add_subparsers(dest="command", required=True)
     baseline = commands.add_parser("baseline", help="serve the bare ASGI baseline")
     baseline.add_argument("--port", type=int, required=True)
+    baseline.add_argument("--kind", choices=("bare", "fastapi"), default="bare")
     args = parser.parse_args(argv)
     if args.command == "baseline":
-        serve_baseline(args.port)
+        serve_baseline(args.port, args.kind)
 
 
 if __name__ == "__main__":

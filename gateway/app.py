@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -47,6 +48,9 @@ async def running(core: Core) -> AsyncIterator[Dispatcher]:
     await core.db.follow(period=core.settings.outbox_poll_seconds)
     for name, channel in core.channels.items():
         await _start(name, channel)
+    # What start-up allocated lives as long as the process: keep it out of every collection.
+    gc.collect()
+    gc.freeze()
     async with httpx.AsyncClient() as http:
         dispatcher = Dispatcher(core, http)
         worker = asyncio.create_task(dispatcher.run(), name="outbox")

@@ -12,7 +12,7 @@ from gateway.settings import Settings
 from gateway.ssrf import pin_public
 from gateway.store import Database, migrate
 from gateway.store import projects as project_store
-from gateway.store.tables import ApiKey
+from gateway.store.rows import ApiKey
 from gateway.supervisor import health_after
 
 

@@ -31,7 +31,7 @@ from gateway.store import migrate
 from gateway.store import outbox as outbox_store
 from gateway.store import projects as project_store
 from gateway.store import requests as request_store
-from gateway.store.tables import Project, Request
+from gateway.store.rows import Project, Request
 from gateway.webhook_test import send_test_event
 from gateway.webhooks import add_endpoint
 

@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 from channels.base import Channel
 from gateway import signed
 from gateway.crypto import SecretBox
+from gateway.keys import KeyCache
 from gateway.routing import RoutingConfig
 from gateway.settings import Settings
 from gateway.store import Changes, Database
-from gateway.store.tables import ApiKey, Project, Request
+from gateway.store.rows import ApiKey, Project, Request
 from gateway.views import RequestView
 from gateway.waiters import Waiters
 
@@ -26,6 +27,7 @@ class Caller:
 
     project: Project
     key: ApiKey
+    core: Core = field(repr=False)  # the gateway this caller reached (the API's handles)
 
     @property
     def project_id(self) -> int:
@@ -41,6 +43,7 @@ class Core:
     box: SecretBox
     channels: Mapping[str, Channel]
     waiters: Waiters = field(default_factory=Waiters)
+    keys: KeyCache = field(default_factory=KeyCache)
     outbox_wakeup: asyncio.Event = field(default_factory=asyncio.Event)
 
     def signal(self, changes: Changes) -> None:
@@ -52,6 +55,8 @@ class Core:
             self.waiters.wake(changes.rids)
         if changes.jobs or changes.everything:
             self.outbox_wakeup.set()
+        if changes.keys:
+            self.keys.clear()
 
     def link(self, rid: str, email: str | None = None) -> str | None:
         """The request's page; with `email`, a token that lets that recipient decide there

@@ -20,7 +20,7 @@ from gateway.routing import SERVED_BY_GATEWAY, Target, channel_targets
 from gateway.store import as_utc, dumps, utcnow
 from gateway.store import outbox as outbox_store
 from gateway.store import requests as request_store
-from gateway.store.tables import Request
+from gateway.store.rows import Request
 from gateway.wire import to_wire
 
 UPDATE_ATTEMPTS = 8
@@ -185,18 +185,21 @@ async def decide(core: Core, row: Request, decision: Decision) -> Request:
         "responded_at": utcnow(),
     }
 
-    def compare_and_set(conn: Connection) -> Request:
+    def compare_and_set(conn: Connection) -> tuple[Request, bool]:
+        """The request as this decision left it and True, or as an earlier one did and
+        whether that was this decision's own first attempt (a retry that raced it)."""
         updated = request_store.decide(conn, row.rid, status.value, fields)
         if updated is None:
             current = request_store.get_by_rid(conn, row.rid)
             assert current is not None
-            if _first_answer(conn, row.rid, decision.idempotency):
-                return current  # a retry raced its own first attempt, which won
-            raise Conflict(already_decided(current))
+            return current, _first_answer(conn, row.rid, decision.idempotency)
         _after_decision(conn, core, updated, decision)
-        return updated
+        return updated, True
 
-    return await core.db.write(compare_and_set)
+    current, ours = await core.db.write(compare_and_set)
+    if not ours:
+        raise Conflict(already_decided(current))
+    return current
 
 
 def allowed_responders(row: Request, channel: str) -> set[str] | None:
@@ -277,9 +280,10 @@ async def escalate(
         channel_targets(core.config, escalation.channel)  # unknown team/person -> 422
     detail = escalation.model_dump(mode="json", exclude={"channel": {"slack": {"bot_token"}}})
 
+    thread = await core.db.read(_email_thread, row.rid)
+    target = escalation_target(json.loads(row.spec_json), escalation, thread)  # may refuse
+
     def add_escalation(conn: Connection) -> None:
-        thread = _email_thread(conn, row.rid)
-        target = escalation_target(json.loads(row.spec_json), escalation, thread)
         request_store.add_to_route(conn, row.rid, target.model_dump(mode="json"))
         audit = [("escalated", detail), *add_targets(conn, core, row, [target])]
         request_store.add_events(conn, row.rid, audit)

@@ -27,7 +27,7 @@ from gateway.store import as_utc, utcnow
 from gateway.store import outbox as outbox_store
 from gateway.store import projects as project_store
 from gateway.store import requests as request_store
-from gateway.store.tables import Delivery, OutboxJob, Request
+from gateway.store.rows import Delivery, OutboxJob, Request
 from gateway.supervisor import connected
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ from gateway.routing import SERVED_BY_GATEWAY, Target, resolve
 from gateway.store import dumps, utcnow
 from gateway.store import outbox as outbox_store
 from gateway.store import requests as request_store
-from gateway.store.tables import Request
+from gateway.store.rows import Request
 from gateway.wire import to_wire
 
 DELIVER_ATTEMPTS = 8
@@ -42,8 +42,13 @@ def _spec_and_secrets(body: Incoming) -> tuple[dict[str, Any], dict[str, str]]:
     return spec, secrets
 
 
-def _fingerprint(kind: Kind, body: Incoming, spec: dict[str, Any], secrets: dict[str, str]) -> str:
-    canonical = dumps({"kind": kind, "run_id": body.run_id, "spec": spec, "secrets": secrets})
+def fingerprint(kind: Kind, run_id: str, spec_json: str, secrets: dict[str, str]) -> str:
+    """What makes a create "the same body again". Byte for byte the JSON of
+    {"kind", "run_id", "spec", "secrets"} (stored hashes stay valid), reusing the spec's."""
+    canonical = (
+        f'{{"kind":{dumps(kind)},"run_id":{dumps(run_id)},'
+        f'"spec":{spec_json},"secrets":{dumps(secrets)}}}'
+    )
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
@@ -141,8 +146,10 @@ def _same_request(existing: Request, kind: Kind, fingerprint: str) -> Request:
 async def create(core: Core, caller: Caller, kind: Kind, body: Incoming) -> dict[str, Any]:
     """Store a request with its deliveries and outbox jobs in one transaction."""
     spec, secrets = _spec_and_secrets(body)
-    fingerprint = _fingerprint(kind, body, spec, secrets)
+    spec_json = dumps(spec)
+    body_hash = fingerprint(kind, body.run_id, spec_json, secrets)
     route = _route(core, caller, kind, body)
+    route_wire = [target.model_dump(mode="json") for target in route]
     row = Request(
         rid=new_rid(),
         project_id=caller.project_id,
@@ -150,23 +157,27 @@ async def create(core: Core, caller: Caller, kind: Kind, body: Incoming) -> dict
         call_id=body.call_id,
         run_id=body.run_id,
         fn=getattr(body.spec, "fn", None),
-        spec_json=dumps(spec),
-        body_hash=fingerprint,
+        spec_json=spec_json,
+        body_hash=body_hash,
         sealed_secrets=core.box.seal(dumps(secrets)) if secrets else None,
-        route_json=dumps([target.model_dump(mode="json") for target in route]),
+        route_json=dumps(route_wire),
         status=Status.PENDING.value,
         requested_at=utcnow(),
     )
 
     def insert(conn: Connection) -> Request:
+        """The new row, or the one already stored under this call_id (then nothing changes)."""
         if not request_store.insert_request(conn, row):
             existing = request_store.get_by_call_id(conn, caller.project_id, body.call_id)
             assert existing is not None  # the insert found it
-            return _same_request(existing, kind, fingerprint)
+            return existing
         _record_route(conn, core, row, route)
         return row
 
-    return to_wire(await core.db.write(insert))
+    stored = await core.db.write(insert)
+    if stored is not row:  # the same call_id again: the stored record, if the body is the same
+        return to_wire(_same_request(stored, kind, body_hash))
+    return to_wire(row, spec=spec, route=route_wire)
 
 
 async def find(core: Core, caller: Caller, kind: Kind, call_id: str) -> Request:
@@ -212,7 +223,7 @@ async def listing(
     offset: int,
 ) -> dict[str, Any]:
     """A page in the shape the Go SDK and hld decode: {items,total,limit,offset,has_more}."""
-    rows, total = await core.db.read(
+    rows, total = await core.db.scan(
         request_store.list_requests,
         caller.project_id,
         kind.value,

@@ -11,7 +11,7 @@ from gateway.crypto import new_rid
 from gateway.errors import DeliveryError
 from gateway.store import dumps, utcnow
 from gateway.store import projects as project_store
-from gateway.store.tables import Request
+from gateway.store.rows import Request
 from gateway.webhooks import EndpointGone, envelope, new_message_id, post, signed_headers
 
 

@@ -19,7 +19,7 @@ from gateway.ssrf import check_scheme, pin_public
 from gateway.store import dumps
 from gateway.store import outbox as outbox_store
 from gateway.store import projects as project_store
-from gateway.store.tables import Request, WebhookEndpoint
+from gateway.store.rows import Request, WebhookEndpoint
 from gateway.wire import to_wire
 
 if TYPE_CHECKING:

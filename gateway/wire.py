@@ -8,7 +8,7 @@ from typing import Any
 
 from gateway.lifecycle import Kind, Status
 from gateway.store import as_utc
-from gateway.store.tables import Request
+from gateway.store.rows import Request
 
 
 def iso(value: datetime | None) -> str | None:
@@ -36,13 +36,17 @@ def status_of(row: Request) -> dict[str, Any]:
     return common | {"response": row.response, "response_option_name": row.option_name}
 
 
-def to_wire(row: Request) -> dict[str, Any]:
+def to_wire(
+    row: Request, *, spec: dict[str, Any] | None = None, route: list[Any] | None = None
+) -> dict[str, Any]:
+    """The FunctionCall / HumanContact JSON; `spec` and `route` when the caller holds them
+    already (a create), so their JSON is not parsed back."""
     return {
         "run_id": row.run_id,
         "call_id": row.call_id,
-        "spec": json.loads(row.spec_json),
+        "spec": json.loads(row.spec_json) if spec is None else spec,
         "status": status_of(row),
         # Extensions the SDK ignores: where the request went, and its lifecycle status.
-        "route": json.loads(row.route_json),
+        "route": json.loads(row.route_json) if route is None else route,
         "gateway_status": row.status,
     }

@@ -16,7 +16,7 @@ from gateway.lifecycle import Event
 from gateway.store import Database
 from gateway.store import requests as request_store
 from gateway.store.engine import LISTENER_NAME
-from gateway.store.tables import Request
+from gateway.store.rows import Request
 from tests.factories import RequestFactory
 from tests.helpers import eventually
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings

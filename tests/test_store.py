@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sqlite3
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -14,11 +15,11 @@ from alembic.migration import MigrationContext
 from sqlalchemy.engine import Connection
 from sqlmodel import SQLModel
 
-from gateway.store import Database, dumps, migrate, utcnow
+from gateway.store import Database, dumps, migrate, rows, tables, utcnow
 from gateway.store import outbox as outbox_store
 from gateway.store import projects as project_store
 from gateway.store import requests as request_store
-from gateway.store.tables import Request
+from gateway.store.rows import Request, changed
 
 
 @pytest.fixture
@@ -81,7 +82,7 @@ async def test_concurrent_decisions_have_one_winner(db: Database) -> None:
 
 async def test_call_id_is_unique_per_project(db: Database) -> None:
     first = await new_request(db, "same")
-    duplicate = first.model_copy(update={"rid": "other", "run_id": "other-run"})
+    duplicate = changed(first, rid="other", run_id="other-run")
     assert await db.write(request_store.insert_request, duplicate) is False
     stored = await db.read(request_store.get_by_call_id, first.project_id, "same")
     assert stored is not None and stored.rid == first.rid and stored.run_id == "r"
@@ -180,3 +181,12 @@ async def test_sqlite_durability_settings(tmp_path: Path) -> None:
         await db.write(locked_from_begin)
     finally:
         await db.aclose()
+
+
+def test_each_row_class_has_its_tables_columns_in_order() -> None:
+    """rows.py mirrors tables.py: a column added to one and not the other fails here."""
+    names = ("Project", "ApiKey", "Request", "RequestEvent", "Delivery", "OutboxJob")
+    for name in (*names, "WebhookEndpoint"):
+        table = getattr(tables, name).__table__
+        row = getattr(rows, name)
+        assert [f.name for f in dataclasses.fields(row)] == [c.name for c in table.columns], name

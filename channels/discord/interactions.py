@@ -29,7 +29,7 @@ from gateway.lifecycle import Event
 from gateway.models import FunctionCallStatusIn, HumanContactStatusIn
 from gateway.store import projects as project_store
 from gateway.store import requests as request_store
-from gateway.store.tables import Request
+from gateway.store.rows import Request
 from gateway.views import RequestView
 
 if TYPE_CHECKING:  # the composition root hands the core over

@@ -35,7 +35,7 @@ from gateway.models import FunctionCallStatusIn, HumanContactStatusIn
 from gateway.store import as_utc
 from gateway.store import email as email_store
 from gateway.store import requests as request_store
-from gateway.store.tables import Request
+from gateway.store.rows import Request
 
 if TYPE_CHECKING:
     from gateway.core import Core

@@ -29,7 +29,7 @@ from gateway.lifecycle import Event
 from gateway.models import FunctionCallStatusIn, HumanContactStatusIn
 from gateway.replies import Reading, read_reply
 from gateway.store import requests as request_store
-from gateway.store.tables import Request
+from gateway.store.rows import Request
 
 if TYPE_CHECKING:  # the composition root hands the core over
     from gateway.core import Core

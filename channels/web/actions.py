@@ -19,7 +19,7 @@ from gateway.decisions import (
 )
 from gateway.errors import GatewayError, InvalidInput
 from gateway.models import FunctionCallStatusIn, HumanContactStatusIn
-from gateway.store.tables import Request
+from gateway.store.rows import Request
 
 # Each kind takes only its own verbs: a function call is never rejected without a reason.
 CALL_VERBS = ("approve", "reject", "option")

@@ -39,7 +39,7 @@ from gateway import signed
 from gateway.core import Core
 from gateway.store import console as console_store
 from gateway.store import projects as project_store
-from gateway.store.tables import Request as RequestRow
+from gateway.store.rows import Request as RequestRow
 from gateway.waiters import ANY
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(load_viewer)])
@@ -237,7 +237,7 @@ async def _listing(request: Request, *, pending: bool, template: str) -> Respons
     if viewer is None:
         return _to_sign_in(request)
     filters = _filters(request)
-    found = await core.db.read(
+    found = await core.db.scan(
         console_store.search_requests, projects=_projects(viewer), pending=pending, filters=filters
     )
     projects = [
@@ -402,7 +402,7 @@ async def webhooks_page(request: Request) -> Response:
     endpoints = [
         e for e in await core.db.read(project_store.list_webhooks) if e.project_id in visible
     ]
-    jobs = await core.db.read(console_store.webhook_jobs, visible)
+    jobs = await core.db.scan(console_store.webhook_jobs, visible)
     return render.page(
         "webhooks.html",
         endpoints=[render.endpoint(e, projects.get(e.project_id, "?")) for e in endpoints],
@@ -433,7 +433,7 @@ async def channels_page(request: Request) -> Response:
     viewer = viewer_of(core, request)
     if viewer is None:
         return _to_sign_in(request)
-    errors = await core.db.read(console_store.last_delivery_errors)
+    errors = await core.db.scan(console_store.last_delivery_errors)
     rows = [
         render.channel_health(name, channel, errors.get(name))
         for name, channel in core.channels.items()

@@ -14,7 +14,7 @@ from fastapi.responses import HTMLResponse
 from channels.base import Channel
 from gateway.channel_status import channel_state
 from gateway.store import as_utc, utcnow
-from gateway.store.tables import Delivery, OutboxJob, Request, RequestEvent, WebhookEndpoint
+from gateway.store.rows import Delivery, OutboxJob, Request, RequestEvent, WebhookEndpoint
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "web"
 STATIC = {"console.css": "text/css", "live.js": "text/javascript"}

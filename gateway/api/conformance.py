@@ -6,14 +6,16 @@ path matches, so `/function_calls` (GET and POST, two routes) claimed `Allow: PO
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import fastapi.routing
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
+from starlette.exceptions import HTTPException
 from starlette.routing import BaseRoute, Match, Mount
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway.api.statuses import BODY_METHODS, DESCRIPTIONS, ErrorBody
 
@@ -58,33 +60,38 @@ def _allow(methods: set[str]) -> bytes:
 
 
 class AllowedMethods:
-    """OPTIONS answers 204 with `Allow`; a 405 lists every method of the path in `Allow`."""
+    """OPTIONS answers 204 with `Allow`; a 405 lists every method of the path in `Allow`.
+
+    Only OPTIONS (and the rare 405) pays for this: other requests pass straight through."""
 
     def __init__(self, app: ASGIApp, routes: Callable[[], Sequence[BaseRoute]]) -> None:
         self.app = app
         self.routes = routes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        if scope["method"] == "OPTIONS":
+        if scope["type"] == "http" and scope["method"] == "OPTIONS":
             methods = allowed_methods(self.routes(), scope)
             if methods is not None:
                 headers = [(b"allow", _allow(methods)), (b"content-length", b"0")]
                 await send({"type": "http.response.start", "status": 204, "headers": headers})
                 await send({"type": "http.response.body", "body": b""})
                 return
+        await self.app(scope, receive, send)
 
-        async def send_with_allow(message: Message) -> None:
-            if message["type"] == "http.response.start" and message["status"] == 405:
-                methods = allowed_methods(self.routes(), scope)
-                if methods is not None:
-                    headers = [(k, v) for k, v in message.get("headers", []) if k != b"allow"]
-                    message = {**message, "headers": [*headers, (b"allow", _allow(methods))]}
-            await send(message)
 
-        await self.app(scope, receive, send_with_allow)
+def method_not_allowed(app: FastAPI) -> Callable[[Request, Exception], Awaitable[Response]]:
+    """The handler of Starlette's 405: JSON, with every method of the path in `Allow`."""
+
+    async def handle(request: Request, error: Exception) -> Response:
+        assert isinstance(error, HTTPException)
+        headers = dict(error.headers or {})
+        if error.status_code == 405:
+            methods = allowed_methods(app.router.routes, request.scope)
+            if methods is not None:
+                headers["Allow"] = _allow(methods).decode()
+        return JSONResponse({"detail": error.detail}, error.status_code, headers=headers)
+
+    return handle
 
 
 def _fallback_responses(method: str) -> dict[str, Any]:
@@ -128,6 +135,7 @@ def install(app: FastAPI) -> None:
         return
     app.state.conformance_installed = True
     app.add_middleware(AllowedMethods, routes=lambda: app.router.routes)
+    app.add_exception_handler(HTTPException, method_not_allowed(app))
     generate = app.openapi
 
     def openapi() -> dict[str, Any]:

@@ -56,7 +56,7 @@ async def jobs(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> dict[str, Any]:
     """Outbox jobs of this project; `status=dead` lists what gave up after its last attempt."""
-    rows = await core.db.read(
+    rows = await core.db.scan(
         outbox_store.list_jobs, project_id=caller.project_id, status=status, limit=limit
     )
     return {

@@ -49,13 +49,12 @@ Wire = dict[str, Any]
 
 
 @router.post("/function_calls", tags=["function calls"], responses=CREATE)
-async def create_function_call(body: FunctionCallIn, core: CoreDep, caller: CallerDep) -> Wire:
-    return await intake.create(core, caller, Kind.FUNCTION_CALL, body)
+async def create_function_call(body: FunctionCallIn, caller: CallerDep) -> Wire:
+    return await intake.create(caller.core, caller, Kind.FUNCTION_CALL, body)
 
 
 @router.get("/function_calls", tags=["function calls"], responses=LIST)
 async def list_function_calls(
-    core: CoreDep,
     caller: CallerDep,
     status: Status | None = None,
     run_id: RunId = None,
@@ -63,58 +62,62 @@ async def list_function_calls(
     offset: Offset = 0,
 ) -> Wire:
     return await intake.listing(
-        core, caller, Kind.FUNCTION_CALL, status=status, run_id=run_id, limit=limit, offset=offset
+        caller.core,
+        caller,
+        Kind.FUNCTION_CALL,
+        status=status,
+        run_id=run_id,
+        limit=limit,
+        offset=offset,
     )
 
 
 @router.get("/function_calls/{call_id}", tags=["function calls"], responses=READ_ONE)
-async def get_function_call(
-    call_id: str, core: CoreDep, caller: CallerDep, wait: Wait = None
-) -> Wire:
-    return await intake.get(core, caller, Kind.FUNCTION_CALL, call_id, wait=wait)
+async def get_function_call(call_id: str, caller: CallerDep, wait: Wait = None) -> Wire:
+    return await intake.get(caller.core, caller, Kind.FUNCTION_CALL, call_id, wait=wait)
 
 
 @router.post("/agent/function_calls/{call_id}/respond", tags=["function calls"], responses=DECIDE)
 async def respond_function_call(
     call_id: str,
     body: FunctionCallStatusIn,
-    core: CoreDep,
     caller: CallerDep,
     idempotency_key: IdempotencyKey = None,
 ) -> Wire:
     return await decisions.respond_function_call(
-        core, caller, call_id, body, idempotency_key=idempotency_key
+        caller.core, caller, call_id, body, idempotency_key=idempotency_key
     )
 
 
 @router.post(
     "/agent/function_calls/{call_id}/escalate_email", tags=["function calls"], responses=DECIDE
 )
-async def escalate_function_call(
-    call_id: str, body: Escalation, core: CoreDep, caller: CallerDep
-) -> Wire:
-    return await decisions.escalate(core, caller, Kind.FUNCTION_CALL, call_id, body)
+async def escalate_function_call(call_id: str, body: Escalation, caller: CallerDep) -> Wire:
+    return await decisions.escalate(caller.core, caller, Kind.FUNCTION_CALL, call_id, body)
 
 
 @router.get("/agent/function_calls/pending", tags=["function calls"], responses=LIST)
-async def pending_function_calls(
-    core: CoreDep, caller: CallerDep, limit: Limit = 100, offset: Offset = 0
-) -> Wire:
+async def pending_function_calls(caller: CallerDep, limit: Limit = 100, offset: Offset = 0) -> Wire:
     return await intake.listing(
-        core, caller, Kind.FUNCTION_CALL, status="pending", run_id=None, limit=limit, offset=offset
+        caller.core,
+        caller,
+        Kind.FUNCTION_CALL,
+        status="pending",
+        run_id=None,
+        limit=limit,
+        offset=offset,
     )
 
 
 @router.post("/contact_requests", tags=["human contacts"], responses=CREATE)
 @router.post("/human_contacts", tags=["human contacts"], responses=CREATE)
-async def create_human_contact(body: HumanContactIn, core: CoreDep, caller: CallerDep) -> Wire:
-    return await intake.create(core, caller, Kind.HUMAN_CONTACT, body)
+async def create_human_contact(body: HumanContactIn, caller: CallerDep) -> Wire:
+    return await intake.create(caller.core, caller, Kind.HUMAN_CONTACT, body)
 
 
 @router.get("/contact_requests", tags=["human contacts"], responses=LIST)
 @router.get("/human_contacts", tags=["human contacts"], responses=LIST)
 async def list_human_contacts(
-    core: CoreDep,
     caller: CallerDep,
     status: Status | None = None,
     run_id: RunId = None,
@@ -122,46 +125,51 @@ async def list_human_contacts(
     offset: Offset = 0,
 ) -> Wire:
     return await intake.listing(
-        core, caller, Kind.HUMAN_CONTACT, status=status, run_id=run_id, limit=limit, offset=offset
+        caller.core,
+        caller,
+        Kind.HUMAN_CONTACT,
+        status=status,
+        run_id=run_id,
+        limit=limit,
+        offset=offset,
     )
 
 
 @router.get("/contact_requests/{call_id}", tags=["human contacts"], responses=READ_ONE)
 @router.get("/human_contacts/{call_id}", tags=["human contacts"], responses=READ_ONE)
-async def get_human_contact(
-    call_id: str, core: CoreDep, caller: CallerDep, wait: Wait = None
-) -> Wire:
-    return await intake.get(core, caller, Kind.HUMAN_CONTACT, call_id, wait=wait)
+async def get_human_contact(call_id: str, caller: CallerDep, wait: Wait = None) -> Wire:
+    return await intake.get(caller.core, caller, Kind.HUMAN_CONTACT, call_id, wait=wait)
 
 
 @router.post("/agent/human_contacts/{call_id}/respond", tags=["human contacts"], responses=DECIDE)
 async def respond_human_contact(
     call_id: str,
     body: HumanContactStatusIn,
-    core: CoreDep,
     caller: CallerDep,
     idempotency_key: IdempotencyKey = None,
 ) -> Wire:
     return await decisions.respond_human_contact(
-        core, caller, call_id, body, idempotency_key=idempotency_key
+        caller.core, caller, call_id, body, idempotency_key=idempotency_key
     )
 
 
 @router.post(
     "/agent/human_contacts/{call_id}/escalate_email", tags=["human contacts"], responses=DECIDE
 )
-async def escalate_human_contact(
-    call_id: str, body: Escalation, core: CoreDep, caller: CallerDep
-) -> Wire:
-    return await decisions.escalate(core, caller, Kind.HUMAN_CONTACT, call_id, body)
+async def escalate_human_contact(call_id: str, body: Escalation, caller: CallerDep) -> Wire:
+    return await decisions.escalate(caller.core, caller, Kind.HUMAN_CONTACT, call_id, body)
 
 
 @router.get("/agent/human_contacts/pending", tags=["human contacts"], responses=LIST)
-async def pending_human_contacts(
-    core: CoreDep, caller: CallerDep, limit: Limit = 100, offset: Offset = 0
-) -> Wire:
+async def pending_human_contacts(caller: CallerDep, limit: Limit = 100, offset: Offset = 0) -> Wire:
     return await intake.listing(
-        core, caller, Kind.HUMAN_CONTACT, status="pending", run_id=None, limit=limit, offset=offset
+        caller.core,
+        caller,
+        Kind.HUMAN_CONTACT,
+        status="pending",
+        run_id=None,
+        limit=limit,
+        offset=offset,
     )
 
 

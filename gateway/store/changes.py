@@ -16,14 +16,16 @@ _KEY = "gateway_changes"  # where the running write keeps its Changes, in Connec
 class Changes:
     rids: set[str] = field(default_factory=set)  # requests created or decided
     jobs: bool = False  # outbox jobs became due
+    keys: bool = False  # API keys were revoked: forget cached ones
     everything: bool = False  # notifications may have been lost: everyone looks again
 
     def __bool__(self) -> bool:
-        return bool(self.rids) or self.jobs or self.everything
+        return bool(self.rids) or self.jobs or self.keys or self.everything
 
     def merge(self, other: Changes) -> None:
         self.rids |= other.rids
         self.jobs = self.jobs or other.jobs
+        self.keys = self.keys or other.keys
         self.everything = self.everything or other.everything
 
 
@@ -39,6 +41,12 @@ def request_changed(conn: Connection, rid: str) -> None:
     changes: Changes | None = conn.info.get(_KEY)
     if changes is not None:
         changes.rids.add(rid)
+
+
+def keys_changed(conn: Connection) -> None:
+    changes: Changes | None = conn.info.get(_KEY)
+    if changes is not None:
+        changes.keys = True
 
 
 def jobs_queued(conn: Connection) -> None:

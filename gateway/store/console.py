@@ -12,23 +12,16 @@ from sqlalchemy.engine import Connection
 
 from gateway.store import outbox as outbox_store
 from gateway.store import requests as request_store
-from gateway.store.tables import (
-    ConsoleLogin,
-    ConsoleSession,
-    Delivery,
-    OutboxJob,
-    Project,
-    Request,
-    RequestEvent,
-)
+from gateway.store import tables
+from gateway.store.rows import Delivery, OutboxJob, Request, RequestEvent
 from gateway.store.values import dumps, utcnow
 
-_login = ConsoleLogin.__table__  # type: ignore[attr-defined]
-_session = ConsoleSession.__table__  # type: ignore[attr-defined]
-_request = Request.__table__  # type: ignore[attr-defined]
-_project = Project.__table__  # type: ignore[attr-defined]
-_delivery = Delivery.__table__  # type: ignore[attr-defined]
-_job = OutboxJob.__table__  # type: ignore[attr-defined]
+_login = tables.ConsoleLogin.__table__  # type: ignore[attr-defined]
+_session = tables.ConsoleSession.__table__  # type: ignore[attr-defined]
+_request = tables.Request.__table__  # type: ignore[attr-defined]
+_project = tables.Project.__table__  # type: ignore[attr-defined]
+_delivery = tables.Delivery.__table__  # type: ignore[attr-defined]
+_job = tables.OutboxJob.__table__  # type: ignore[attr-defined]
 
 
 def create_login(conn: Connection, token_hash: str, email: str | None, ttl: timedelta) -> datetime:

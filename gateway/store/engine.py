@@ -115,12 +115,15 @@ class _SqliteHooks(BatchHooks):
             feed.append(conn, self.origin, changes)
 
 
+_NOTIFY = sa.select(sa.func.pg_notify(CHANGES_CHANNEL, sa.bindparam("payload")))
+
+
 class _PostgresHooks(BatchHooks):
     """NOTIFY is sent by PostgreSQL at commit: every replica hears of the batch."""
 
     def before_commit(self, conn: Connection, changes: Changes) -> None:
         for payload in notify_payloads(changes):
-            conn.execute(sa.select(sa.func.pg_notify(CHANGES_CHANNEL, payload)))
+            conn.execute(_NOTIFY, {"payload": payload})
 
 
 def _bind(
@@ -141,24 +144,24 @@ def ping(conn: Connection) -> None:
 
 def notify_payloads(changes: Changes) -> list[str]:
     """`changes` as NOTIFY payloads under PostgreSQL's size limit."""
-    payloads: list[str] = []
-    rids = sorted(changes.rids)
-    while True:
-        chunk: list[str] = []
-        while rids and len(",".join([*chunk, rids[0]])) < NOTIFY_LIMIT:
-            chunk.append(rids.pop(0))
-        body = {"rids": chunk, "jobs": changes.jobs, "all": changes.everything}
-        payloads.append(dumps(body))
-        if not rids:
-            return payloads
+    flags = {"jobs": changes.jobs, "keys": changes.keys, "all": changes.everything}
+    chunks: list[list[str]] = [[]]
+    size = 0
+    for rid in sorted(changes.rids):
+        if size + len(rid) + 3 > NOTIFY_LIMIT:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(rid)
+        size += len(rid) + 3  # quotes and a comma
+    return [dumps({"rids": chunk} | flags) for chunk in chunks]
 
 
 def parse_payload(payload: str) -> Changes:
     try:
         body = json.loads(payload)
-        return Changes(set(body["rids"]), bool(body["jobs"]), bool(body["all"]))
+        return Changes(set(body["rids"]), bool(body["jobs"]), bool(body["keys"]), bool(body["all"]))
     except (ValueError, KeyError, TypeError):
-        return Changes(everything=True)  # not ours to read: have everyone look again
+        return Changes(jobs=True, keys=True, everything=True)  # not ours: everyone looks again
 
 
 class Database:
@@ -191,17 +194,30 @@ class Database:
         return f"Database({make_url(self.url).render_as_string(hide_password=True)})"
 
     async def read(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-        """`fn(conn, *args, **kwargs)` on a reader thread: one hop, however many statements."""
+        """`fn(conn, *args, **kwargs)`: a few rows found by an index (a request by call_id, a
+        key). On SQLite it runs right here, on the event loop: such a read takes less time
+        than handing it to a thread; on PostgreSQL, on a reader thread (one hop)."""
+        if self.is_sqlite:
+            return _bind(fn, args, kwargs)(self._connection())
+        return await self.scan(fn, *args, **kwargs)
+
+    async def scan(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """`fn(conn, *args, **kwargs)` on a reader thread: for reads that may visit many rows
+        (pages, counts, searches), which must not hold up the event loop."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._readers, self._read, _bind(fn, args, kwargs))
 
     def _read(self, call: Callable[[Connection], T]) -> T:
+        return call(self._connection())
+
+    def _connection(self) -> Connection:
+        """This thread's own autocommit connection."""
         conn: Connection | None = getattr(self._local, "conn", None)
-        if conn is None or conn.closed:
+        if conn is None or conn.closed or conn.invalidated:
             conn = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
             self._local.conn = conn
             self._opened.append(conn)
-        return call(conn)
+        return conn
 
     async def write(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """`fn(conn, *args, **kwargs)` in the writer's next batch; returns once that batch
@@ -236,7 +252,7 @@ class Database:
         while True:
             await asyncio.sleep(period)  # one read per period, however many waiters
             try:
-                last, news = await self.read(feed.after, last, self.origin)
+                last, news = await self.scan(feed.after, last, self.origin)
                 if asyncio.get_running_loop().time() - pruned > FEED_PRUNE_SECONDS:
                     await self.write(feed.prune)
                     pruned = asyncio.get_running_loop().time()
@@ -276,7 +292,7 @@ class Database:
                 delay = min(delay * 2, 30)
             else:
                 # NOTIFYs sent while we were away are gone: have everyone look again.
-                self.on_changes(Changes(jobs=True, everything=True))
+                self.on_changes(Changes(jobs=True, keys=True, everything=True))
                 return
 
     async def aclose(self) -> None:

@@ -17,7 +17,7 @@ KEEP = timedelta(hours=1)
 
 _INSERT = sa.insert(_feed)
 _AFTER = (
-    sa.select(_feed.c.seq, _feed.c.rid, _feed.c.jobs)
+    sa.select(_feed.c.seq, _feed.c.rid, _feed.c.jobs, _feed.c["keys"])
     .where(
         _feed.c.seq > sa.bindparam("seq"),
         _feed.c.seq <= sa.bindparam("newest"),
@@ -29,10 +29,8 @@ _AFTER = (
 
 def append(conn: Connection, origin: str, changes: Changes) -> None:
     now = utcnow()
-    rows = [
-        {"origin": origin, "rid": rid, "jobs": changes.jobs, "at": now}
-        for rid in sorted(changes.rids)
-    ] or [{"origin": origin, "rid": None, "jobs": changes.jobs, "at": now}]
+    flags = {"origin": origin, "jobs": changes.jobs, "keys": changes.keys, "at": now}
+    rows = [flags | {"rid": rid} for rid in sorted(changes.rids)] or [flags | {"rid": None}]
     conn.execute(_INSERT, rows)
 
 
@@ -49,6 +47,7 @@ def after(conn: Connection, seq: int, origin: str) -> tuple[int, Changes]:
         if row.rid is not None:
             changes.rids.add(str(row.rid))
         changes.jobs = changes.jobs or bool(row.jobs)
+        changes.keys = changes.keys or bool(row._mapping["keys"])
     return newest, changes
 
 

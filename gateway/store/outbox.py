@@ -8,11 +8,13 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from gateway.store import tables
 from gateway.store.changes import jobs_queued
-from gateway.store.tables import OutboxJob
+from gateway.store.rows import OutboxJob
 from gateway.store.values import dumps, utcnow
 
-_job = OutboxJob.__table__  # type: ignore[attr-defined]
+_job = tables.OutboxJob.__table__  # type: ignore[attr-defined]
+_INSERT_JOB = sa.insert(_job).returning(_job.c.id)  # built once: it runs for every delivery
 
 
 def enqueue(
@@ -38,9 +40,9 @@ def enqueue(
         "created_at": now,
         "updated_at": now,
     }
-    result = conn.execute(sa.insert(_job).values(values).returning(_job.c.id))
+    job_id = int(conn.execute(_INSERT_JOB, values).scalar_one())
     jobs_queued(conn)
-    return int(result.scalar_one())
+    return job_id
 
 
 def claim(conn: Connection, *, limit: int, lease: timedelta, skip_locked: bool) -> list[OutboxJob]:

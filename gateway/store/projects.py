@@ -8,12 +8,14 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
-from gateway.store.tables import ApiKey, Project, WebhookEndpoint
+from gateway.store import tables
+from gateway.store.changes import keys_changed
+from gateway.store.rows import ApiKey, Project, WebhookEndpoint
 from gateway.store.values import dumps, utcnow
 
-_project = Project.__table__  # type: ignore[attr-defined]
-_key = ApiKey.__table__  # type: ignore[attr-defined]
-_webhook = WebhookEndpoint.__table__  # type: ignore[attr-defined]
+_project = tables.Project.__table__  # type: ignore[attr-defined]
+_key = tables.ApiKey.__table__  # type: ignore[attr-defined]
+_webhook = tables.WebhookEndpoint.__table__  # type: ignore[attr-defined]
 _INSERT_PROJECT = {
     "sqlite": sqlite.insert(_project).on_conflict_do_nothing(),
     "postgresql": postgresql.insert(_project).on_conflict_do_nothing(),
@@ -119,7 +121,10 @@ def revoke_key(conn: Connection, prefix_or_id: str) -> int:
     if prefix_or_id.isdigit():
         match = sa.or_(match, _key.c.id == int(prefix_or_id))
     query = sa.update(_key).where(match, _key.c.revoked_at.is_(None)).values(revoked_at=utcnow())
-    return (conn.execute(query)).rowcount
+    revoked = int(conn.execute(query).rowcount)
+    if revoked:
+        keys_changed(conn)
+    return revoked
 
 
 def upsert_webhook(

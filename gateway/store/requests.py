@@ -11,13 +11,14 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
+from gateway.store import tables
 from gateway.store.changes import request_changed
-from gateway.store.tables import Delivery, Request, RequestEvent
+from gateway.store.rows import Delivery, Request, RequestEvent, values
 from gateway.store.values import dumps, utcnow
 
-_request = Request.__table__  # type: ignore[attr-defined]
-_event = RequestEvent.__table__  # type: ignore[attr-defined]
-_delivery = Delivery.__table__  # type: ignore[attr-defined]
+_request = tables.Request.__table__  # type: ignore[attr-defined]
+_event = tables.RequestEvent.__table__  # type: ignore[attr-defined]
+_delivery = tables.Delivery.__table__  # type: ignore[attr-defined]
 
 
 def _to_request(row: sa.Row[Any] | None) -> Request | None:
@@ -34,11 +35,12 @@ _BY_CALL_ID = sa.select(_request).where(
     _request.c.call_id == sa.bindparam("call_id"),
 )
 _INSERT_EVENT = sa.insert(_event)
+_INSERT_DELIVERY = sa.insert(_delivery).returning(_delivery.c.id)
 
 
 def insert_request(conn: Connection, request: Request) -> bool:
     """Insert unless (project, call_id) exists; False means it did (idempotent create)."""
-    result = conn.execute(_INSERT_NEW[conn.dialect.name], request.model_dump())
+    result = conn.execute(_INSERT_NEW[conn.dialect.name], values(request))
     inserted = result.first() is not None
     if inserted:
         request_changed(conn, request.rid)
@@ -170,8 +172,7 @@ def add_delivery(
         "ref_json": None if ref is None else dumps(ref),
         "updated_at": utcnow(),
     }
-    result = conn.execute(sa.insert(_delivery).values(values).returning(_delivery.c.id))
-    return int(result.scalar_one())
+    return int(conn.execute(_INSERT_DELIVERY, values).scalar_one())
 
 
 def get_delivery(conn: Connection, delivery_id: int) -> Delivery | None:

@@ -190,4 +190,5 @@ class ChangeFeed(SQLModel, table=True):
     origin: str = Field(max_length=32)  # the process that wrote it: not news to itself
     rid: str | None = Field(default=None, max_length=32)
     jobs: bool = False
+    keys: bool = False
     at: datetime = Field(sa_column=_ts())

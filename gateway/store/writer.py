@@ -1,10 +1,11 @@
 """Group commit: one transaction, and one durable commit, for every write queued meanwhile.
 
-Writes are plain functions of a synchronous SQLAlchemy `Connection`. Each runs in the writer
-thread inside the batch's transaction, under its own savepoint, so one that raises is undone
-alone and its caller gets the error. The batch then commits once; only after the commit is
-durable does any caller get its answer. If the commit (or the batch's transaction) fails,
-every caller in the batch gets the error and nothing of the batch is stored.
+Writes are plain functions of a synchronous SQLAlchemy `Connection`, run in the writer thread
+inside the batch's transaction. They return expected outcomes (a conflict) rather than raise;
+one that raises anyway is undone alone (the batch is rolled back and run again without it)
+and its caller gets the error. The batch then commits once; only after the commit is durable
+does any caller get its answer. If the commit (or the batch's transaction) fails, every
+caller in the batch gets the error and nothing of the batch is stored.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import OperationalError
 
 from gateway.store.changes import Changes, collect
 
@@ -117,25 +119,40 @@ class Writer:
         return batch
 
     def _run(self, conn: Connection, batch: list[Op]) -> None:
+        while batch:
+            batch = self._attempt(conn, batch)
+
+    def _attempt(self, conn: Connection, batch: list[Op]) -> list[Op]:
+        """Run the batch in one transaction and commit it. Writes do not raise for expected
+        outcomes, so a write that raises is rare: the transaction is undone, that write gets
+        its error, and the others are returned to run again without it (no savepoints, which
+        cost two round trips per write on PostgreSQL)."""
         changes = Changes()
         try:
-            conn.exec_driver_sql(self._hooks.begin_sql)
-            for op in batch:
-                self._run_one(conn, op)
-                if op.error is None:
-                    changes.merge(op.changes)
-            self._hooks.before_commit(conn, changes)
-            self._maybe_fail(len(batch))
-            conn.exec_driver_sql("COMMIT")
-            self.batches += 1
-        except Exception as error:
+            _raw(conn, self._hooks.begin_sql)
+            for index, op in enumerate(batch):
+                op.changes = Changes()
+                if not _run_one(conn, op):
+                    _raw(conn, "ROLLBACK")
+                    _deliver([op], Changes(), self._on_commit)
+                    return batch[:index] + batch[index + 1 :]
+                changes.merge(op.changes)
+            self._commit(conn, changes, len(batch))
+        except Exception as error:  # BEGIN, COMMIT or ROLLBACK failed: so does the batch
             log.warning("a batch of %d writes failed: %s", len(batch), error)
             _rollback(conn)
             _fail(batch, error)
-            return
+            return []
         if changes:
             self._hooks.after_commit(changes)
         _deliver(batch, changes, self._on_commit)
+        return []
+
+    def _commit(self, conn: Connection, changes: Changes, writes: int) -> None:
+        self._hooks.before_commit(conn, changes)
+        self._maybe_fail(writes)
+        _raw(conn, "COMMIT")
+        self.batches += 1
 
     def fail_commit(self, error: BaseException, *, min_writes: int = 1) -> None:
         """Tests: the next batch of at least `min_writes` writes fails at its commit."""
@@ -151,18 +168,18 @@ class Writer:
         """Writes queued and not yet taken into a batch."""
         return self._queue.qsize()
 
-    @staticmethod
-    def _run_one(conn: Connection, op: Op) -> None:
-        conn.exec_driver_sql("SAVEPOINT gateway_op")
-        collect(conn, op.changes)
-        try:
-            op.result = op.call(conn)
-        except Exception as error:
-            op.error = error
-            conn.exec_driver_sql("ROLLBACK TO SAVEPOINT gateway_op")
-        finally:
-            collect(conn, None)
-        conn.exec_driver_sql("RELEASE SAVEPOINT gateway_op")
+
+def _run_one(conn: Connection, op: Op) -> bool:
+    """Run one write, recording what it changes; False when it raised (its error kept)."""
+    collect(conn, op.changes)
+    try:
+        op.result = op.call(conn)
+    except Exception as error:
+        op.error = error
+        return False
+    finally:
+        collect(conn, None)
+    return True
 
 
 def _fail(batch: list[Op], error: BaseException) -> None:
@@ -171,9 +188,22 @@ def _fail(batch: list[Op], error: BaseException) -> None:
     _deliver(batch, Changes(), lambda _changes: None)
 
 
+def _raw(conn: Connection, sql: str) -> None:
+    """A transaction-control statement straight to the driver (SQLAlchemy's execution
+    machinery costs more than the statement itself here)."""
+    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.execute(sql)
+    except conn.dialect.loaded_dbapi.Error as error:
+        # The driver's own error, as SQLAlchemy would have raised it (the API's 503).
+        raise OperationalError(sql, None, error) from error
+    finally:
+        cursor.close()
+
+
 def _rollback(conn: Connection) -> None:
     try:
-        conn.exec_driver_sql("ROLLBACK")
+        _raw(conn, "ROLLBACK")
     except Exception as error:  # no transaction left to roll back (it failed to begin)
         log.debug("rollback after a failed batch: %s", error)
 

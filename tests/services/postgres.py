@@ -25,8 +25,9 @@ def find_bindir() -> Path | None:
 
 
 class ThrowawayPostgres:
-    def __init__(self, bindir: Path) -> None:
+    def __init__(self, bindir: Path, *, durable: bool = False) -> None:
         self.bindir = bindir
+        self.durable = durable  # fsync on, as in production (benchmarks); tests skip it
         self.root = Path(tempfile.mkdtemp(prefix="gw-pg-"))
         self.data = self.root / "data"
         self.port = free_port()
@@ -49,10 +50,11 @@ class ThrowawayPostgres:
             "-E",
             "UTF8",
         )
-        # fsync off: these tests exercise the gateway, not PostgreSQL's own durability.
+        # fsync off for tests: they exercise the gateway, not PostgreSQL's own durability.
+        fsync = "on" if self.durable else "off"
         options = (
             f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.root} "
-            "-c fsync=off -c max_connections=200"
+            f"-c fsync={fsync} -c synchronous_commit=on -c max_connections=200"
         )
         self._run(
             str(self.bindir / "pg_ctl"),

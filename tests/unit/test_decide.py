@@ -14,7 +14,7 @@ from gateway.core import Core
 from gateway.decisions import Decision, decide, next_status
 from gateway.errors import Conflict, InvalidInput
 from gateway.lifecycle import Event, Kind, Status
-from gateway.store.tables import Request
+from gateway.store.rows import Request
 
 DECIDED_AT = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 LEGAL = {

@@ -23,6 +23,7 @@ def upgrade() -> None:
         sa.Column("origin", sa.String(length=32), nullable=False),
         sa.Column("rid", sa.String(length=32), nullable=True),
         sa.Column("jobs", sa.Boolean(), nullable=False),
+        sa.Column("keys", sa.Boolean(), nullable=False),
         sa.Column("at", sa.DateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("seq"),
         sqlite_autoincrement=True,

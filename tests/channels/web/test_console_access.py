@@ -40,7 +40,7 @@ from gateway import signed
 from gateway.store import console as console_store
 from gateway.store import outbox as outbox_store
 from gateway.store import projects as project_store
-from gateway.store.tables import OutboxJob
+from gateway.store.rows import OutboxJob
 from gateway.webhooks import add_endpoint
 from tests.factories import RequestFactory
 from tests.helpers import eventually

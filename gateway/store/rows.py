@@ -1,0 +1,117 @@
+"""What the store hands out: plain, immutable rows, one class per table in `tables.py`.
+
+The SQLModel classes there are the schema (and Alembic's source); building one costs the
+ORM's instrumentation, which the gateway never uses. These are built from a result row in
+a few microseconds. Fields are the table's columns, in its order (a test checks both match).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from datetime import datetime
+from typing import Any, TypeVar
+
+R = TypeVar("R")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Project:
+    id: int | None = None
+    name: str
+    default_target: str | None = None
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApiKey:
+    id: int | None = None
+    project_id: int
+    name: str
+    key_hash: str
+    prefix: str
+    target: str | None = None
+    created_at: datetime
+    revoked_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Request:
+    rid: str
+    project_id: int
+    kind: str
+    call_id: str
+    run_id: str
+    fn: str | None = None
+    spec_json: str
+    body_hash: str
+    sealed_secrets: str | None = None
+    route_json: str
+    status: str
+    comment: str | None = None
+    option_name: str | None = None
+    response: str | None = None
+    user_info_json: str | None = None
+    slack_message_ts: str | None = None
+    requested_at: datetime
+    responded_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RequestEvent:
+    id: int | None = None
+    rid: str
+    type: str
+    detail_json: str
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Delivery:
+    id: int | None = None
+    rid: str
+    channel: str
+    target_json: str
+    status: str
+    ref_json: str | None = None
+    error: str | None = None
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OutboxJob:
+    id: int | None = None
+    kind: str
+    rid: str | None = None
+    project_id: int | None = None
+    payload_json: str
+    status: str
+    attempts: int = 0
+    max_attempts: int
+    run_at: datetime
+    locked_until: datetime | None = None
+    last_error: str | None = None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WebhookEndpoint:
+    id: int | None = None
+    project_id: int
+    url: str
+    sealed_secret: str
+    events_json: str
+    enabled: bool = True
+    disabled_reason: str | None = None
+    source: str
+    created_at: datetime
+
+
+def values(row: Any) -> dict[str, Any]:
+    """A row's columns by name (for an insert)."""
+    return {field.name: getattr(row, field.name) for field in fields(row)}
+
+
+def changed(row: R, **updates: Any) -> R:
+    """A copy of `row` with some columns replaced."""
+    return replace(row, **updates)  # type: ignore[type-var]

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from gateway.routing import Target
 from gateway.supervisor import Supervisor
 from gateway.views import RequestView, Sent
+from gateway.vocabulary import ChannelName
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
 
 
 class Channel(Protocol):
-    name: str
+    name: ChannelName
 
     def missing_settings(self) -> list[str]:
         """Settings that must be set before this channel can deliver; empty when ready."""

@@ -9,12 +9,13 @@ from channels.discord.channel import DiscordChannel
 from channels.email.channel import EmailChannel
 from channels.slack.channel import SlackChannel
 from channels.web import WebChannel
+from gateway.vocabulary import ChannelName
 
-REGISTRY: dict[str, Callable[[], Channel]] = {
-    "web": WebChannel,
-    "slack": SlackChannel,
-    "discord": DiscordChannel,
-    "email": EmailChannel,
+REGISTRY: dict[ChannelName, Callable[[], Channel]] = {
+    ChannelName.WEB: WebChannel,
+    ChannelName.SLACK: SlackChannel,
+    ChannelName.DISCORD: DiscordChannel,
+    ChannelName.EMAIL: EmailChannel,
 }
 
 __all__ = ["REGISTRY"]

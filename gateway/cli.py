@@ -24,7 +24,7 @@ from gateway.app import build_core, create_app
 from gateway.checks import run_checks
 from gateway.core import Core
 from gateway.errors import GatewayError, NotFound
-from gateway.lifecycle import Event, Kind
+from gateway.lifecycle import Event, Kind, Status
 from gateway.models import FunctionCallStatusIn, HumanContactStatusIn
 from gateway.settings import Settings
 from gateway.store import migrate
@@ -32,6 +32,7 @@ from gateway.store import outbox as outbox_store
 from gateway.store import projects as project_store
 from gateway.store import requests as request_store
 from gateway.store.rows import Project, Request
+from gateway.vocabulary import AnsweredIn, JobStatus
 from gateway.webhook_test import send_test_event
 from gateway.webhooks import add_endpoint
 
@@ -179,7 +180,7 @@ async def _request(core: Core, args: argparse.Namespace) -> Request:
 
 
 def _cli_user() -> dict[str, Any]:
-    return {"channel": "cli", "name": getpass.getuser()}
+    return {"channel": AnsweredIn.CLI, "name": getpass.getuser()}
 
 
 async def decide(core: Core, args: argparse.Namespace) -> int:
@@ -211,8 +212,8 @@ async def pending(core: Core, args: argparse.Namespace) -> int:
         rows, _total = await core.db.read(
             request_store.list_requests,
             project_id,
-            kind.value,
-            status="pending",
+            kind,
+            status=Status.PENDING,
             run_id=None,
             limit=1000,
             offset=0,
@@ -224,7 +225,8 @@ async def pending(core: Core, args: argparse.Namespace) -> int:
 
 
 async def jobs(core: Core, args: argparse.Namespace) -> int:
-    for job in await core.db.read(outbox_store.list_jobs, project_id=None, status=args.status):
+    status = None if args.status is None else JobStatus(args.status)
+    for job in await core.db.read(outbox_store.list_jobs, project_id=None, status=status):
         print(
             f"{job.id}\t{job.kind}\t{job.status}\t{job.attempts}/{job.max_attempts}\t"
             f"{job.rid or '-'}\t{job.last_error or ''}"
@@ -311,7 +313,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--project", default=bootstrap.DEFAULT_PROJECT)
     p.set_defaults(run=_with_core(pending))
     p = commands.add_parser("jobs", help="list outbox jobs (dead ones gave up)")
-    p.add_argument("--status", choices=["pending", "running", "done", "dead"])
+    p.add_argument("--status", choices=[status.value for status in JobStatus])
     p.set_defaults(run=_with_core(jobs))
     slack = commands.add_parser("slack", help="Slack app").add_subparsers(
         dest="action", required=True

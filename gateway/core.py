@@ -11,6 +11,7 @@ from channels.base import Channel
 from gateway import signed
 from gateway.crypto import SecretBox
 from gateway.keys import KeyCache
+from gateway.lifecycle import Kind, Status
 from gateway.routing import RoutingConfig
 from gateway.settings import Settings
 from gateway.store import Changes, Database
@@ -79,11 +80,11 @@ class Core:
         return RequestView(
             rid=row.rid,
             project=project,
-            kind=row.kind,
+            kind=Kind(row.kind),
             call_id=row.call_id,
             run_id=row.run_id,
             spec=json.loads(row.spec_json),
-            status=row.status,
+            status=Status(row.status),
             requested_at=row.requested_at,
             link=self.link(row.rid),
             comment=row.comment,

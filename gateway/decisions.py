@@ -21,11 +21,16 @@ from gateway.store import as_utc, dumps, utcnow
 from gateway.store import outbox as outbox_store
 from gateway.store import requests as request_store
 from gateway.store.rows import Request
+from gateway.vocabulary import AnsweredIn, AuditEvent, ChannelName, DeliveryStatus, JobKind
 from gateway.wire import to_wire
 
 UPDATE_ATTEMPTS = 8
 
-_CHANNEL_NAMES = {"api": "the API", "cli": "the CLI", "web": "the web console"}
+_CHANNEL_NAMES: dict[str, str] = {
+    AnsweredIn.API: "the API",
+    AnsweredIn.CLI: "the CLI",
+    AnsweredIn.WEB: "the web console",
+}
 
 
 @dataclass(frozen=True)
@@ -47,7 +52,7 @@ def _who(user_info: dict[str, Any]) -> str:
 
 
 def _where(user_info: dict[str, Any]) -> str:
-    channel = str(user_info.get("channel") or "api")
+    channel = str(user_info.get("channel") or AnsweredIn.API)
     return _CHANNEL_NAMES.get(channel, channel.capitalize())
 
 
@@ -83,7 +88,7 @@ def _check_option(row: Request, name: str | None) -> dict[str, Any] | None:
 
 def api_user_info(caller: Caller, given: dict[str, Any] | None) -> dict[str, Any]:
     info = {"user_id": f"key:{caller.key.prefix}", "name": caller.key.name} | (given or {})
-    return info | {"channel": "api"}
+    return info | {"channel": AnsweredIn.API}
 
 
 def function_call_decision(
@@ -130,7 +135,10 @@ def _first_answer(conn: Connection, rid: str, token: str | None) -> bool:
     if token is None:
         return False
     for event in request_store.list_events(conn, rid):
-        if event.type == "decided" and json.loads(event.detail_json).get("idempotency") == token:
+        if (
+            event.type == AuditEvent.DECIDED
+            and json.loads(event.detail_json).get("idempotency") == token
+        ):
             return True
     return False
 
@@ -140,12 +148,12 @@ def _after_decision(conn: Connection, core: Core, row: Request, decision: Decisi
     detail: dict[str, Any] = {"status": row.status, "by": json.loads(row.user_info_json or "{}")}
     if decision.idempotency is not None:
         detail["idempotency"] = decision.idempotency
-    request_store.add_event(conn, row.rid, "decided", detail)
+    request_store.add_event(conn, row.rid, AuditEvent.DECIDED, detail)
     for delivery in request_store.list_deliveries(conn, [row.rid]):
-        if delivery.status == "sent" and delivery.channel not in SERVED_BY_GATEWAY:
+        if delivery.status == DeliveryStatus.SENT and delivery.channel not in SERVED_BY_GATEWAY:
             outbox_store.enqueue(
                 conn,
-                "update",
+                JobKind.UPDATE,
                 {"delivery_id": delivery.id},
                 rid=row.rid,
                 project_id=row.project_id,
@@ -188,7 +196,7 @@ async def decide(core: Core, row: Request, decision: Decision) -> Request:
     def compare_and_set(conn: Connection) -> tuple[Request, bool]:
         """The request as this decision left it and True, or as an earlier one did and
         whether that was this decision's own first attempt (a retry that raced it)."""
-        updated = request_store.decide(conn, row.rid, status.value, fields)
+        updated = request_store.decide(conn, row.rid, status, fields)
         if updated is None:
             current = request_store.get_by_rid(conn, row.rid)
             assert current is not None
@@ -202,7 +210,7 @@ async def decide(core: Core, row: Request, decision: Decision) -> Request:
     return current
 
 
-def allowed_responders(row: Request, channel: str) -> set[str] | None:
+def allowed_responders(row: Request, channel: ChannelName) -> set[str] | None:
     """Who may answer through `channel`: the route's responders there, or None for anyone."""
     targets = [t for t in json.loads(row.route_json) if t["channel"] == channel]
     if not targets or any(t.get("responders") is None for t in targets):
@@ -211,7 +219,7 @@ def allowed_responders(row: Request, channel: str) -> set[str] | None:
 
 
 async def decide_by_rid(
-    core: Core, rid: str, decision: Decision, *, channel: str, actor_id: str
+    core: Core, rid: str, decision: Decision, *, channel: ChannelName, actor_id: str
 ) -> Request:
     """A channel's entry point: check the person, then decide (first wins).
 
@@ -221,7 +229,7 @@ async def decide_by_rid(
     return await decide(core, row, decision)
 
 
-async def answerable(core: Core, rid: str, *, channel: str, actor_id: str) -> Request:
+async def answerable(core: Core, rid: str, *, channel: ChannelName, actor_id: str) -> Request:
     """The pending request `actor_id` may answer through `channel`; raises like decide_by_rid.
 
     Channels also call it before opening a form, so nobody types a reason for nothing."""
@@ -285,7 +293,7 @@ async def escalate(
 
     def add_escalation(conn: Connection) -> None:
         request_store.add_to_route(conn, row.rid, target.model_dump(mode="json"))
-        audit = [("escalated", detail), *add_targets(conn, core, row, [target])]
+        audit = [(AuditEvent.ESCALATED, detail), *add_targets(conn, core, row, [target])]
         request_store.add_events(conn, row.rid, audit)
 
     await core.db.write(add_escalation)
@@ -297,7 +305,7 @@ def _email_thread(conn: Connection, rid: str) -> list[str]:
     refs = [
         json.loads(d.ref_json or "{}")
         for d in request_store.list_deliveries(conn, [rid])
-        if d.channel == "email" and d.status == "sent"
+        if d.channel == ChannelName.EMAIL and d.status == DeliveryStatus.SENT
     ]
     return [ref["message_id"] for ref in refs if ref.get("message_id")]
 
@@ -320,7 +328,7 @@ def escalation_target(spec: dict[str, Any], escalation: Escalation, thread: list
         *[r.model_dump(mode="json") for r in escalation_channel],
     ]
     return Target(
-        channel="email",
+        channel=ChannelName.EMAIL,
         address={
             "address": address,
             "additional_recipients": extra,

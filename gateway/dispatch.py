@@ -29,6 +29,7 @@ from gateway.store import projects as project_store
 from gateway.store import requests as request_store
 from gateway.store.rows import Delivery, OutboxJob, Request
 from gateway.supervisor import connected
+from gateway.vocabulary import AuditEvent, DeliveryStatus, JobKind
 
 log = logging.getLogger(__name__)
 
@@ -59,9 +60,9 @@ class Dispatcher:
         self.webhook_policy = webhook_policy or RetryPolicy(schedule=core.settings.webhook_delays)
         self._stopping = asyncio.Event()
         self._handlers: dict[str, Callable[[OutboxJob], Awaitable[Record]]] = {
-            "deliver": self._deliver,
-            "update": self._update,
-            "webhook": self._webhook,
+            JobKind.DELIVER: self._deliver,
+            JobKind.UPDATE: self._update,
+            JobKind.WEBHOOK: self._webhook,
         }
 
     async def run(self) -> None:
@@ -130,7 +131,7 @@ class Dispatcher:
     async def _failed(self, job: OutboxJob, error: DeliveryError) -> None:
         assert job.id is not None
         final = not error.retryable or job.attempts >= job.max_attempts
-        policy = self.webhook_policy if job.kind == "webhook" else self.channel_policy
+        policy = self.webhook_policy if job.kind == JobKind.WEBHOOK else self.channel_policy
         delay = policy.delay(job.attempts, retry_after=error.retry_after)
 
         def record_failure(conn: Connection) -> None:
@@ -179,7 +180,7 @@ class Dispatcher:
             outbox_store.bury(conn, job.id, error=reason)
             if job.rid is not None:
                 detail = {"endpoint_id": endpoint_id, "reason": reason}
-                request_store.add_event(conn, job.rid, "webhook_endpoint_disabled", detail)
+                request_store.add_event(conn, job.rid, AuditEvent.WEBHOOK_ENDPOINT_DISABLED, detail)
 
         await self.core.db.write(disable)
 
@@ -190,7 +191,7 @@ class Dispatcher:
         delivery, row, project = await self._load(json.loads(job.payload_json)["delivery_id"])
         assert delivery.id is not None
         delivery_id = delivery.id
-        if delivery.status == "sent":
+        if delivery.status == DeliveryStatus.SENT:
             return _nothing  # sent before a crash; never post twice
         if row.status != Status.PENDING:
 
@@ -198,7 +199,7 @@ class Dispatcher:
                 request_store.update_delivery(
                     conn,
                     delivery_id,
-                    status="skipped",
+                    status=DeliveryStatus.SKIPPED,
                     error=f"request was {row.status} before delivery",
                 )
 
@@ -207,11 +208,13 @@ class Dispatcher:
         sent = await self.core.channels[delivery.channel].send(self.core.view(row, project), target)
 
         def record(conn: Connection) -> None:
-            request_store.update_delivery(conn, delivery_id, status="sent", ref=sent.ref)
+            request_store.update_delivery(
+                conn, delivery_id, status=DeliveryStatus.SENT, ref=sent.ref
+            )
             if sent.slack_message_ts:
                 request_store.set_slack_message_ts(conn, row.rid, sent.slack_message_ts)
             detail = {"delivery_id": delivery_id, "channel": delivery.channel}
-            request_store.add_event(conn, row.rid, "delivered", detail)
+            request_store.add_event(conn, row.rid, AuditEvent.DELIVERED, detail)
 
         return record
 
@@ -247,18 +250,20 @@ class Dispatcher:
                     "status_code": attempt.status_code,
                     "attempt": job.attempts,
                 }
-                request_store.add_event(conn, job.rid, "webhook_delivered", detail)
+                request_store.add_event(conn, job.rid, AuditEvent.WEBHOOK_DELIVERED, detail)
 
         return record
 
 
 def _note_failure(conn: Connection, job: OutboxJob, error: str, *, final: bool) -> None:
     payload = json.loads(job.payload_json)
-    if job.kind == "deliver":
-        status = "failed" if final else "retrying"
+    if job.kind == JobKind.DELIVER:
+        status = DeliveryStatus.FAILED if final else DeliveryStatus.RETRYING
         request_store.update_delivery(conn, payload["delivery_id"], status=status, error=error)
     if final and job.rid is not None:
-        event = "webhook_failed" if job.kind == "webhook" else "delivery_failed"
+        event = (
+            AuditEvent.WEBHOOK_FAILED if job.kind == JobKind.WEBHOOK else AuditEvent.DELIVERY_FAILED
+        )
         detail = {"job_id": job.id, "kind": job.kind, "error": error, "attempts": job.attempts}
         request_store.add_event(conn, job.rid, event, detail)
 
@@ -268,7 +273,7 @@ def _fall_back(conn: Connection, job: OutboxJob, target: Target) -> None:
     failed = json.loads(job.payload_json)["delivery_id"]
     delivery_id = queue_delivery(conn, job.rid, job.project_id, target)
     detail = {"failed_delivery_id": failed, "delivery_id": delivery_id, "via": target.via}
-    request_store.add_event(conn, job.rid, "delivery_fallback", detail)
+    request_store.add_event(conn, job.rid, AuditEvent.DELIVERY_FALLBACK, detail)
 
 
 def _load(conn: Connection, delivery_id: int) -> tuple[Delivery, Request, str]:

@@ -19,6 +19,7 @@ from gateway.store import dumps, utcnow
 from gateway.store import outbox as outbox_store
 from gateway.store import requests as request_store
 from gateway.store.rows import Request
+from gateway.vocabulary import AuditEvent, DeliveryStatus, JobKind
 from gateway.wire import to_wire
 
 DELIVER_ATTEMPTS = 8
@@ -58,7 +59,7 @@ def _route(core: Core, caller: Caller, kind: Kind, body: Incoming) -> list[Targe
     return resolve(
         core.config,
         channel=body.spec.channel,
-        kind=kind.value,
+        kind=kind,
         fn=getattr(body.spec, "fn", ""),
         run_id=body.run_id,
         key_target=caller.key.target,
@@ -66,27 +67,28 @@ def _route(core: Core, caller: Caller, kind: Kind, body: Incoming) -> list[Targe
     )
 
 
-def _delivery_plan(core: Core, target: Target) -> tuple[str, str | None]:
+def _delivery_plan(core: Core, target: Target) -> tuple[DeliveryStatus, str | None]:
     """The delivery's first status, and why it cannot be delivered when it cannot."""
     if target.channel in SERVED_BY_GATEWAY:
-        return "sent", None
+        return DeliveryStatus.SENT, None
     channel = core.channels.get(target.channel)
     if channel is None:
-        return "unconfigured", f"this gateway has no {target.channel} channel"
+        return DeliveryStatus.UNCONFIGURED, f"this gateway has no {target.channel} channel"
     missing = channel.missing_settings()
     if missing:
-        return "unconfigured", f"{target.channel} is not configured: set {', '.join(missing)}"
-    return "queued", None
+        why = f"{target.channel} is not configured: set {', '.join(missing)}"
+        return DeliveryStatus.UNCONFIGURED, why
+    return DeliveryStatus.QUEUED, None
 
 
 def queue_delivery(conn: Connection, rid: str, project_id: int, target: Target) -> int:
     """A delivery row and the outbox job that sends it, in the caller's transaction."""
     delivery_id = request_store.add_delivery(
-        conn, rid, target.channel, target.model_dump(mode="json"), status="queued"
+        conn, rid, target.channel, target.model_dump(mode="json"), status=DeliveryStatus.QUEUED
     )
     outbox_store.enqueue(
         conn,
-        "deliver",
+        JobKind.DELIVER,
         {"delivery_id": delivery_id},
         rid=rid,
         project_id=project_id,
@@ -96,9 +98,9 @@ def queue_delivery(conn: Connection, rid: str, project_id: int, target: Target) 
 
 
 def _record_route(conn: Connection, core: Core, row: Request, route: list[Target]) -> None:
-    audit: list[tuple[str, dict[str, Any]]] = [
-        ("created", {"call_id": row.call_id}),
-        ("routed", {"targets": len(route)}),
+    audit: list[tuple[AuditEvent, dict[str, Any]]] = [
+        (AuditEvent.CREATED, {"call_id": row.call_id}),
+        (AuditEvent.ROUTED, {"targets": len(route)}),
     ]
     audit += add_targets(conn, core, row, route)
     request_store.add_events(conn, row.rid, audit)
@@ -106,15 +108,15 @@ def _record_route(conn: Connection, core: Core, row: Request, route: list[Target
 
 def add_targets(
     conn: Connection, core: Core, row: Request, targets: list[Target]
-) -> list[tuple[str, dict[str, Any]]]:
+) -> list[tuple[AuditEvent, dict[str, Any]]]:
     """A delivery per target (queued, sent or unconfigured); returns the audit entries."""
-    audit: list[tuple[str, dict[str, Any]]] = []
+    audit: list[tuple[AuditEvent, dict[str, Any]]] = []
     for target in targets:
         status, error = _delivery_plan(core, target)
-        if status == "queued":
+        if status is DeliveryStatus.QUEUED:
             queue_delivery(conn, row.rid, row.project_id, target)
             continue
-        ref = {"url": core.link(row.rid)} if status == "sent" else None
+        ref = {"url": core.link(row.rid)} if status is DeliveryStatus.SENT else None
         delivery_id = request_store.add_delivery(
             conn,
             row.rid,
@@ -125,10 +127,10 @@ def add_targets(
             ref=ref,
         )
         detail = {"delivery_id": delivery_id, "channel": target.channel}
-        if status == "sent":
-            audit.append(("delivered", detail))
+        if status is DeliveryStatus.SENT:
+            audit.append((AuditEvent.DELIVERED, detail))
         else:
-            audit.append(("delivery_failed", detail | {"error": error}))
+            audit.append((AuditEvent.DELIVERY_FAILED, detail | {"error": error}))
     return audit
 
 
@@ -205,8 +207,10 @@ async def get(
             if remaining <= 0:
                 break
             # Woken by a commit in this process, a NOTIFY or the change feed: never a poll.
+            # asyncio.timeout, not wait_for: no extra task per waiter (10,000 agents wait).
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(changed.wait(), timeout=remaining)
+                async with asyncio.timeout(remaining):
+                    await changed.wait()
             changed.clear()
             row = await find(core, caller, kind, call_id)
     return to_wire(row)
@@ -217,7 +221,7 @@ async def listing(
     caller: Caller,
     kind: Kind,
     *,
-    status: str | None,
+    status: Status | None,
     run_id: str | None,
     limit: int,
     offset: int,
@@ -226,7 +230,7 @@ async def listing(
     rows, total = await core.db.scan(
         request_store.list_requests,
         caller.project_id,
-        kind.value,
+        kind,
         status=status,
         run_id=run_id,
         limit=limit,

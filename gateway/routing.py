@@ -9,14 +9,14 @@ from __future__ import annotations
 import tomllib
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gateway.errors import InvalidInput
+from gateway.lifecycle import Kind
 from gateway.models import ContactChannel
-
-ChannelName = Literal["slack", "discord", "email", "web", "sms", "whatsapp"]
+from gateway.vocabulary import ChannelName
 
 
 class Strict(BaseModel):
@@ -44,7 +44,7 @@ class Team(Strict):
 class Rule(Strict):
     fn: str = "*"
     run_id: str = "*"
-    kind: Literal["function_call", "human_contact"] | None = None
+    kind: Kind | None = None
     target: str
 
 
@@ -60,7 +60,7 @@ class WebhookConfig(Strict):
 
 
 # The gateway serves these itself (the console reads the store): nothing to send or edit.
-SERVED_BY_GATEWAY = frozenset({"web"})
+SERVED_BY_GATEWAY = frozenset({ChannelName.WEB})
 
 
 class Target(BaseModel):
@@ -95,7 +95,7 @@ class RoutingConfig(Strict):
     def expand(self, ref: str, *, via: str) -> list[Target]:
         """Targets for `team:NAME`, `person:NAME` or `web`; InvalidInput names what is wrong."""
         kind, _, name = ref.partition(":")
-        if ref == "web":
+        if ref == ChannelName.WEB:
             return [web_target(via)]
         if kind == "team":
             return self._team_targets(name, via)
@@ -111,13 +111,13 @@ class RoutingConfig(Strict):
         targets = []
         if team.slack_channel:
             address = {"channel": team.slack_channel}
-            targets.append(_target("slack", address, [p.slack for p in people], via))
+            targets.append(_target(ChannelName.SLACK, address, [p.slack for p in people], via))
         if team.discord_channel:
             address = {"channel_id": team.discord_channel}
-            targets.append(_target("discord", address, [p.discord for p in people], via))
+            targets.append(_target(ChannelName.DISCORD, address, [p.discord for p in people], via))
         if team.email:
             address = {"address": team.email}
-            targets.append(_target("email", address, [p.email for p in people], via))
+            targets.append(_target(ChannelName.EMAIL, address, [p.email for p in people], via))
         return targets or [web_target(via)]
 
     def _person_targets(self, name: str, via: str) -> list[Target]:
@@ -128,12 +128,16 @@ class RoutingConfig(Strict):
             )
         targets = []
         if person.slack:
-            targets.append(_target("slack", {"channel": person.slack}, [person.slack], via))
+            targets.append(
+                _target(ChannelName.SLACK, {"channel": person.slack}, [person.slack], via)
+            )
         if person.discord:
             address = self.discord_dm(person.discord)
-            targets.append(_target("discord", address, [person.discord], via))
+            targets.append(_target(ChannelName.DISCORD, address, [person.discord], via))
         if person.email:
-            targets.append(_target("email", {"address": person.email}, [person.email], via))
+            targets.append(
+                _target(ChannelName.EMAIL, {"address": person.email}, [person.email], via)
+            )
         return targets or [web_target(via)]
 
     def discord_dm(self, user_id: str) -> dict[str, Any]:
@@ -160,7 +164,7 @@ def _target(
 
 
 def web_target(via: str) -> Target:
-    return Target(channel="web", address={}, via=via)
+    return Target(channel=ChannelName.WEB, address={}, via=via)
 
 
 def load_config(path: Path | None) -> RoutingConfig:
@@ -194,12 +198,14 @@ def channel_targets(config: RoutingConfig, channel: ContactChannel) -> list[Targ
             "thread_ts": slack.thread_ts,
             "team_id": slack.team_id,
         }
-        targets.append(_target("slack", address, list(slack.allowed_responder_ids or []), via))
+        targets.append(
+            _target(ChannelName.SLACK, address, list(slack.allowed_responder_ids or []), via)
+        )
     if channel.email:
         email = channel.email
         extra = [r.address for r in email.additional_recipients or []]
         address = {"address": email.address}
-        targets.append(_target("email", address, [email.address, *extra], via))
+        targets.append(_target(ChannelName.EMAIL, address, [email.address, *extra], via))
     if channel.discord:
         discord = channel.discord
         if discord.user_id:
@@ -208,8 +214,8 @@ def channel_targets(config: RoutingConfig, channel: ContactChannel) -> list[Targ
             address = {"channel_id": discord.channel_id}
         allowed = discord.allowed_responder_ids
         ids: list[str | None] = [*allowed] if allowed else [discord.user_id]
-        targets.append(_target("discord", address, ids, via))
-    for phone in ("sms", "whatsapp"):
+        targets.append(_target(ChannelName.DISCORD, address, ids, via))
+    for phone in (ChannelName.SMS, ChannelName.WHATSAPP):
         value = getattr(channel, phone)
         if value is not None:
             targets.append(_target(phone, {"phone_number": value.phone_number}, [], via))
@@ -220,7 +226,7 @@ def resolve(
     config: RoutingConfig,
     *,
     channel: ContactChannel | None,
-    kind: str,
+    kind: Kind,
     fn: str,
     run_id: str,
     key_target: str | None,

@@ -6,16 +6,18 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from gateway.lifecycle import Kind, Status
+
 
 @dataclass(frozen=True)
 class RequestView:
     rid: str
     project: str
-    kind: str  # "function_call" or "human_contact"
+    kind: Kind
     call_id: str
     run_id: str
     spec: dict[str, Any]
-    status: str
+    status: Status
     requested_at: datetime
     link: str | None = None  # the request's page when GATEWAY_PUBLIC_URL is set
     comment: str | None = None

@@ -9,9 +9,11 @@ import httpx
 from gateway.core import Core
 from gateway.crypto import new_rid
 from gateway.errors import DeliveryError
+from gateway.lifecycle import Kind, Status
 from gateway.store import dumps, utcnow
 from gateway.store import projects as project_store
 from gateway.store.rows import Request
+from gateway.vocabulary import AnsweredIn
 from gateway.webhooks import EndpointGone, envelope, new_message_id, post, signed_headers
 
 
@@ -20,18 +22,18 @@ def sample_request() -> Request:
     return Request(
         rid=new_rid(),
         project_id=0,
-        kind="function_call",
+        kind=Kind.FUNCTION_CALL.value,
         call_id="test-" + secrets.token_hex(4),
         run_id="gateway-webhook-test",
         fn="send_email",
         spec_json=dumps(spec),
         body_hash="",
         route_json="[]",
-        status="approved",
+        status=Status.APPROVED.value,
         comment="test event",
         requested_at=utcnow(),
         responded_at=utcnow(),
-        user_info_json=dumps({"channel": "cli", "name": "webhook test"}),
+        user_info_json=dumps({"channel": AnsweredIn.CLI, "name": "webhook test"}),
     )
 
 

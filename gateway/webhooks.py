@@ -20,6 +20,7 @@ from gateway.store import dumps
 from gateway.store import outbox as outbox_store
 from gateway.store import projects as project_store
 from gateway.store.rows import Request, WebhookEndpoint
+from gateway.vocabulary import JobKind
 from gateway.wire import to_wire
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ def enqueue_completed(conn: Connection, core: Core, row: Request) -> None:
             payload = {"endpoint_id": endpoint.id, "msg_id": new_message_id(), "body": body}
             outbox_store.enqueue(
                 conn,
-                "webhook",
+                JobKind.WEBHOOK,
                 payload,
                 rid=row.rid,
                 project_id=row.project_id,

@@ -18,9 +18,11 @@ from channels.discord.interactions import Interactions
 from channels.discord.render import approval, decided, question
 from channels.discord.settings import DiscordSettings
 from gateway.errors import ChannelDown, ChannelNotConfigured, DeliveryError
+from gateway.lifecycle import Kind
 from gateway.routing import Target
 from gateway.supervisor import Link, Supervisor, require_up, supervise
 from gateway.views import RequestView, Sent
+from gateway.vocabulary import ChannelName
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -89,7 +91,7 @@ def _fallback_line(target: Target) -> tuple[str | None, discord.AllowedMentions]
 
 
 class DiscordChannel:
-    name = "discord"
+    name = ChannelName.DISCORD
 
     def __init__(self, settings: DiscordSettings | None = None) -> None:
         self.settings = settings or DiscordSettings()
@@ -149,7 +151,7 @@ class DiscordChannel:
         return self._bot
 
     async def send(self, request: RequestView, target: Target, /) -> Sent:
-        embed, buttons = (approval if request.kind == "function_call" else question)(request)
+        embed, buttons = (approval if request.kind == Kind.FUNCTION_CALL else question)(request)
         bot = await self.bot()
         content, mentions = _fallback_line(target)
         try:

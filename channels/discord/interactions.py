@@ -25,12 +25,13 @@ from gateway.decisions import (
     human_contact_decision,
 )
 from gateway.errors import Conflict, InvalidInput, NotAllowed, NotFound
-from gateway.lifecycle import Event
+from gateway.lifecycle import Event, Kind
 from gateway.models import FunctionCallStatusIn, HumanContactStatusIn
 from gateway.store import projects as project_store
 from gateway.store import requests as request_store
 from gateway.store.rows import Request
 from gateway.views import RequestView
+from gateway.vocabulary import AnsweredIn, ChannelName
 
 if TYPE_CHECKING:  # the composition root hands the core over
     from gateway.core import Core
@@ -48,7 +49,7 @@ _REFUSALS = (NotAllowed, Conflict, NotFound, InvalidInput)
 def user_info(interaction: discord.Interaction[Any]) -> dict[str, Any]:
     user = interaction.user
     info = {
-        "channel": "discord",
+        "channel": AnsweredIn.DISCORD,
         "user_id": str(user.id),
         "name": user.global_name or user.name,
         "username": user.name,
@@ -116,7 +117,7 @@ class Interactions:
         option = _option(row, index) if row else None
         if row is None or option is None:
             await _tell(interaction, "this option no longer exists")
-        elif row.kind == "function_call" and option.get("interactive"):
+        elif row.kind == Kind.FUNCTION_CALL and option.get("interactive"):
             title = option.get("title") or option["name"]
             await self._open(
                 interaction,
@@ -145,7 +146,7 @@ class Interactions:
         actor = str(interaction.user.id)
         try:
             async with asyncio.timeout(DEFER_AFTER_SECONDS):
-                await answerable(self.core, rid, channel="discord", actor_id=actor)
+                await answerable(self.core, rid, channel=ChannelName.DISCORD, actor_id=actor)
         except _REFUSALS as refusal:
             await _tell(interaction, str(refusal))
             return
@@ -207,7 +208,7 @@ class Interactions:
         decision: Callable[[Request], Decision],
     ) -> Request:
         actor = str(interaction.user.id)
-        row = await answerable(self.core, rid, channel="discord", actor_id=actor)
+        row = await answerable(self.core, rid, channel=ChannelName.DISCORD, actor_id=actor)
         return await decide(self.core, row, decision(row))
 
     async def _row(self, rid: str) -> Request | None:
@@ -219,14 +220,14 @@ class Interactions:
 
 
 def _option(row: Request, index: int) -> dict[str, Any] | None:
-    key = "reject_options" if row.kind == "function_call" else "response_options"
+    key = "reject_options" if row.kind == Kind.FUNCTION_CALL else "response_options"
     options = json.loads(row.spec_json).get(key) or []
     return options[index] if index < len(options) else None
 
 
 def _option_decision(row: Request, option: dict[str, Any], who: dict[str, Any]) -> Decision:
     """The core's rules, as for the API: the option's prompt_fill is the comment or answer."""
-    if row.kind == "human_contact":
+    if row.kind == Kind.HUMAN_CONTACT:
         answer = HumanContactStatusIn(response_option_name=option["name"])
         return human_contact_decision(row, answer, who)
     rejection = FunctionCallStatusIn(approved=False, reject_option_name=option["name"])

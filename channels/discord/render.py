@@ -17,7 +17,9 @@ from typing import Any, Literal
 
 import discord
 
+from gateway.lifecycle import Kind, Status
 from gateway.views import RequestView
+from gateway.vocabulary import AnsweredIn
 
 TITLE_LIMIT = 256
 FIELD_NAME_LIMIT = 256
@@ -132,18 +134,18 @@ def question(request: RequestView) -> tuple[discord.Embed, list[ButtonSpec]]:
 
 def _who(user_info: dict[str, Any] | None) -> str:
     info = user_info or {}
-    if info.get("channel") == "discord" and str(info.get("user_id") or "").isdigit():
+    if info.get("channel") == AnsweredIn.DISCORD and str(info.get("user_id") or "").isdigit():
         return f"<@{info['user_id']}>"  # shown as a name; allowed_mentions none pings nobody
     return escape(str(info.get("name") or info.get("email") or info.get("user_id") or "someone"))
 
 
 def outcome(request: RequestView) -> str:
     by, when = _who(request.user_info), _when(request.responded_at)
-    if request.status == "approved":
+    if request.status == Status.APPROVED:
         return f"✅ Approved by {by}{when}"
-    if request.status == "rejected":
+    if request.status == Status.REJECTED:
         return f"❌ Rejected by {by}{when}: {escape(request.comment or '')}"
-    if request.status == "responded":
+    if request.status == Status.RESPONDED:
         return f"💬 Answered by {by}{when}: {escape(request.response or '')}"
     return f"⌛ This request is {escape(request.status)}; it can no longer be answered"
 
@@ -157,11 +159,11 @@ def decided(request: RequestView) -> discord.Embed:
     line = outcome(request)
     title = (
         f"Agent {escape(request.run_id)} wants to call {escape(str(request.spec.get('fn', '')))}"
-        if request.kind == "function_call"
+        if request.kind == Kind.FUNCTION_CALL
         else f"Agent {escape(request.run_id)} asks"
     )
     embed = _base(request, title)
-    if request.kind == "human_contact":
+    if request.kind == Kind.HUMAN_CONTACT:
         msg = escape(str(request.spec.get("msg", "")))
         embed.description = truncate(msg, DESCRIPTION_LIMIT - len(line) - 40, request.link)
     else:
@@ -169,7 +171,9 @@ def decided(request: RequestView) -> discord.Embed:
         _fields(embed, request.spec.get("kwargs") or {}, request.link, reserve=reserve)
         if len(embed.fields) == MAX_FIELDS:
             embed.remove_field(MAX_FIELDS - 1)
-    embed.colour = {"approved": APPROVED, "rejected": REJECTED}.get(request.status, PENDING)
+    embed.colour = {Status.APPROVED: APPROVED, Status.REJECTED: REJECTED}.get(
+        request.status, PENDING
+    )
     embed.add_field(
         name="Outcome", value=truncate(line, FIELD_VALUE_LIMIT, request.link), inline=False
     )

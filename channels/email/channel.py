@@ -20,9 +20,11 @@ from channels.email.inbound import Inbox
 from channels.email.settings import EmailSettings
 from gateway.api.statuses import responses
 from gateway.errors import ChannelNotConfigured, DeliveryError, InvalidInput, NotFound, Unauthorized
+from gateway.lifecycle import Status
 from gateway.routing import Target
 from gateway.supervisor import Supervisor, supervise
 from gateway.views import RequestView, Sent
+from gateway.vocabulary import AnsweredIn, ChannelName
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -36,17 +38,17 @@ def outcome_line(request: RequestView) -> str:
     info = request.user_info or {}
     who = info.get("name") or info.get("email") or info.get("user_id") or "someone"
     where = info.get("channel") or "the API"
-    if request.status == "approved":
+    if request.status == Status.APPROVED:
         return f"This request was approved by {who} ({where}). No reply is needed."
-    if request.status == "rejected":
+    if request.status == Status.REJECTED:
         return f"This request was rejected by {who} ({where}): {request.comment or ''}"
-    if request.status == "responded":
+    if request.status == Status.RESPONDED:
         return f"This question was answered by {who} ({where}): {request.response or ''}"
     return f"This request is {request.status}; replies no longer change it."
 
 
 class EmailChannel:
-    name = "email"
+    name = ChannelName.EMAIL
 
     def __init__(self, settings: EmailSettings | None = None) -> None:
         self.settings = settings or EmailSettings()
@@ -116,7 +118,8 @@ class EmailChannel:
     async def update(self, request: RequestView, target: Target, ref: dict[str, Any], /) -> None:
         """A note in the thread when the request was decided elsewhere (an email answer got
         its confirmation already)."""
-        if request.status == "pending" or (request.user_info or {}).get("channel") == "email":
+        answered_in = (request.user_info or {}).get("channel")
+        if request.status == Status.PENDING or answered_in == AnsweredIn.EMAIL:
             return
         note = compose.notice(ref, outcome_line(request), self.settings, self.key(), request.rid)
         await self._send(note, [*ref["to"], *ref.get("cc", []), *ref.get("bcc", [])])

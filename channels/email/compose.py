@@ -21,6 +21,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from channels.email import tokens
 from channels.email.settings import EmailSettings
+from gateway.lifecycle import Kind
 from gateway.routing import Target
 from gateway.views import RequestView
 
@@ -71,7 +72,7 @@ def subject(request: RequestView, options: dict[str, Any]) -> str:
     given = options.get("subject") or options.get("experimental_subject_line")
     if given:
         return one_line(str(given))
-    if request.kind == "function_call":
+    if request.kind == Kind.FUNCTION_CALL:
         return one_line(f"Approval needed: {request.run_id} wants to call {request.spec['fn']}")
     asked = str(request.spec.get("subject") or request.spec.get("msg") or "")
     return one_line(f"Question from {request.run_id}: {asked}")[:150]
@@ -85,7 +86,7 @@ def _value(value: Any, link: str | None) -> str:
 
 
 def _context(request: RequestView, escalation: str | None) -> dict[str, Any]:
-    key = "reject_options" if request.kind == "function_call" else "response_options"
+    key = "reject_options" if request.kind == Kind.FUNCTION_CALL else "response_options"
     kwargs = request.spec.get("kwargs") or {}
     return {
         "kind": request.kind,

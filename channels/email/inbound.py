@@ -30,12 +30,13 @@ from gateway.decisions import (
     human_contact_decision,
 )
 from gateway.errors import Conflict, InvalidInput
-from gateway.lifecycle import Event, Status
+from gateway.lifecycle import Event, Kind, Status
 from gateway.models import FunctionCallStatusIn, HumanContactStatusIn
 from gateway.store import as_utc
 from gateway.store import email as email_store
 from gateway.store import requests as request_store
 from gateway.store.rows import Request
+from gateway.vocabulary import AnsweredIn, ChannelName
 
 if TYPE_CHECKING:
     from gateway.core import Core
@@ -116,10 +117,10 @@ class Inbox:
             return await self._refuse(message, row, sender, why)
         if row.status != Status.PENDING:
             return await self._late(message, key, row, sender)
-        kind: reading.Kind = "function_call" if row.kind == "function_call" else "human_contact"
-        intent = reading.read_intent(reading.reply_text(message), kind=kind, options=_options(row))
+        text = reading.reply_text(message)
+        intent = reading.read_intent(text, kind=Kind(row.kind), options=_options(row))
         who = {
-            "channel": "email",
+            "channel": AnsweredIn.EMAIL,
             "email": responder,
             "name": _display_name(message, sender),
             "message_id": key,  # so a second copy of this message knows it already decided
@@ -175,12 +176,12 @@ class Inbox:
 
 def _responder(row: Request, sender: str) -> str | None:
     """The request's recipient this sender is (addresses compare without case)."""
-    allowed = allowed_responders(row, "email") or set()
+    allowed = allowed_responders(row, ChannelName.EMAIL) or set()
     return next((a for a in allowed if a.lower() == sender), None)
 
 
 def _options(row: Request) -> list[dict[str, Any]]:
-    key = "reject_options" if row.kind == "function_call" else "response_options"
+    key = "reject_options" if row.kind == Kind.FUNCTION_CALL else "response_options"
     options: list[dict[str, Any]] = json.loads(row.spec_json).get(key) or []
     return options
 
@@ -195,7 +196,7 @@ def _decision(row: Request, intent: reading.Intent, who: dict[str, Any]) -> Deci
     """The core's rules, as for the API; None when the reply says nothing we can use."""
     if intent.verdict == "unreadable":
         return None
-    if row.kind == "human_contact":
+    if row.kind == Kind.HUMAN_CONTACT:
         # An option's comment is optional (its prompt_fill answers); free text is the answer.
         answer = HumanContactStatusIn(
             response=intent.comment, response_option_name=intent.option_name
@@ -220,9 +221,13 @@ def _read_as(intent: reading.Intent) -> str:
 
 def _recorded(row: Request, intent: reading.Intent) -> str:
     when = as_utc(row.responded_at).strftime("%Y-%m-%d %H:%M UTC") if row.responded_at else "now"
-    what = {"approved": "approved", "rejected": "rejected", "responded": "answered"}
+    what: dict[str, str] = {
+        Status.APPROVED: "approved",
+        Status.REJECTED: "rejected",
+        Status.RESPONDED: "answered",
+    }
     line = _read_as(intent) + f"Recorded: {what.get(row.status, row.status)} by you at {when}."
-    if row.comment and row.status == "rejected":
+    if row.comment and row.status == Status.REJECTED:
         line += f"\nReason: {row.comment}"
     if row.response:
         line += f"\nAnswer: {row.response}"

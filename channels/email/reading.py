@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from mailparser_reply import EmailReplyParser
 
+from gateway.lifecycle import Kind
 from gateway.replies import Reading, first_line, new_text, read_reply
 
 LANGUAGES = ["en", "de", "fr", "es", "nl", "it", "sv", "da", "pl", "cs"]
@@ -32,7 +33,6 @@ AUTOMATIC_LOCAL_PARTS = frozenset({"mailer-daemon", "postmaster"})
 BULK_PRECEDENCE = frozenset({"bulk", "junk", "list", "auto_reply"})
 
 Verdict = Literal["approve", "reject", "option", "response", "unreadable"]
-Kind = Literal["function_call", "human_contact"]
 
 # A keyword ends at the line's end or at punctuation; "Reject not now" or "No problem" keep
 # their whole text as the comment instead of losing the first word.
@@ -231,7 +231,7 @@ def read_intent(text: str, *, kind: Kind, options: list[dict[str, Any]]) -> Inte
     option = _option(text, options)
     if option is not None:
         return option
-    if kind == "human_contact":
+    if kind == Kind.HUMAN_CONTACT:
         return Intent("response", text.strip())
     reading = read_reply(text)
     if reading.approved:

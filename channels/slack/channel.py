@@ -26,9 +26,11 @@ from channels.slack.render import (
 from channels.slack.settings import SlackSettings
 from gateway.core import Core
 from gateway.errors import ChannelNotConfigured, DeliveryError
+from gateway.lifecycle import Kind, Status
 from gateway.routing import Target
 from gateway.supervisor import Link, Supervisor, require_up, supervise
 from gateway.views import RequestView, Sent
+from gateway.vocabulary import ChannelName
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +83,7 @@ async def _noted(client: AsyncWebClient, ref: dict[str, Any], request: RequestVi
 
 
 class SlackChannel:
-    name = "slack"
+    name = ChannelName.SLACK
 
     def __init__(self, settings: SlackSettings | None = None, *, pacer: Pacer | None = None):
         self.settings = settings or SlackSettings()
@@ -150,7 +152,7 @@ class SlackChannel:
 
     async def send(self, request: RequestView, target: Target, /) -> Sent:
         channel = str(target.address.get("channel") or "")
-        render = approval_message if request.kind == "function_call" else contact_message
+        render = approval_message if request.kind == Kind.FUNCTION_CALL else contact_message
         message = render(request, target.responders)
         extra: dict[str, Any] = {}
         if target.address.get("thread_ts"):
@@ -176,7 +178,7 @@ class SlackChannel:
         try:
             client = await self.client(request, target)
             await client.chat_update(channel=ref["channel"], ts=ref["ts"], **message)
-            if request.status != "pending" and not await _noted(client, ref, request):
+            if request.status != Status.PENDING and not await _noted(client, ref, request):
                 await client.chat_postMessage(
                     channel=ref["channel"],
                     thread_ts=ref["ts"],

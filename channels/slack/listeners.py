@@ -25,11 +25,12 @@ from gateway.decisions import (
     human_contact_decision,
 )
 from gateway.errors import Conflict, NotAllowed, NotFound
-from gateway.lifecycle import Event
+from gateway.lifecycle import Event, Kind
 from gateway.models import FunctionCallStatusIn, HumanContactStatusIn
 from gateway.replies import Reading, read_reply
 from gateway.store import requests as request_store
 from gateway.store.rows import Request
+from gateway.vocabulary import AnsweredIn, ChannelName
 
 if TYPE_CHECKING:  # the composition root hands the core over
     from gateway.core import Core
@@ -45,7 +46,7 @@ REASON_INPUT = "reason"
 def user_info(body: dict[str, Any]) -> dict[str, Any]:
     user = body.get("user") or {}
     return {
-        "channel": "slack",
+        "channel": AnsweredIn.SLACK,
         "user_id": user.get("id"),
         "name": user.get("username") or user.get("name") or user.get("id"),
         "team_id": (body.get("team") or {}).get("id") or user.get("team_id"),
@@ -116,7 +117,7 @@ class SlackListeners:
     ) -> None:
         actor = str((body.get("user") or {}).get("id") or "")
         try:
-            await decide_by_rid(self.core, rid, decision, channel="slack", actor_id=actor)
+            await decide_by_rid(self.core, rid, decision, channel=ChannelName.SLACK, actor_id=actor)
         except (NotAllowed, Conflict, NotFound) as refusal:
             await tell(str(refusal))
 
@@ -144,13 +145,13 @@ class SlackListeners:
         action = body["actions"][0]
         rid, index = action["value"], int(action["action_id"].removeprefix("gw_option_"))
         row = await self._row(rid)
-        key = "reject_options" if row and row.kind == "function_call" else "response_options"
+        key = "reject_options" if row and row.kind == Kind.FUNCTION_CALL else "response_options"
         options = json.loads(row.spec_json).get(key) or [] if row else []
         if row is None or index >= len(options):
             await _ephemeral(respond)("this option no longer exists")
             return
         option = options[index]
-        if row.kind == "function_call" and option.get("interactive"):
+        if row.kind == Kind.FUNCTION_CALL and option.get("interactive"):
             view = reason_modal(
                 rid,
                 title=option.get("title") or option["name"],
@@ -161,7 +162,7 @@ class SlackListeners:
             return
         who = await self._person(client, user_info(body))
         # The core's rules, as for the API: the option's prompt_fill is the comment or answer.
-        if row.kind == "human_contact":
+        if row.kind == Kind.HUMAN_CONTACT:
             answer = HumanContactStatusIn(response_option_name=option["name"])
             decision = human_contact_decision(row, answer, who)
         else:
@@ -197,7 +198,8 @@ class SlackListeners:
         ours = {
             d.rid
             for d in deliveries
-            if d.channel == "slack" and json.loads(d.ref_json or "{}").get("channel") == channel
+            if d.channel == ChannelName.SLACK
+            and json.loads(d.ref_json or "{}").get("channel") == channel
         }
         return next((row for row in rows if row.rid in ours), None)
 
@@ -218,11 +220,16 @@ class SlackListeners:
         text, user = str(event.get("text") or "").strip(), str(event.get("user") or "")
         info = await self._person(
             client,
-            {"channel": "slack", "user_id": user, "name": user, "team_id": event.get("team")},
+            {
+                "channel": AnsweredIn.SLACK,
+                "user_id": user,
+                "name": user,
+                "team_id": event.get("team"),
+            },
         )
         # The core's rules: a rejection without text still gets a comment.
         reading: Reading | None = None
-        if row.kind == "human_contact":
+        if row.kind == Kind.HUMAN_CONTACT:
             decision = human_contact_decision(row, HumanContactStatusIn(response=text), info)
         else:
             reading = read_reply(html.unescape(_MENTION.sub("", text)))  # Slack escapes &<>
@@ -239,7 +246,9 @@ class SlackListeners:
                 )
 
         try:
-            await decide_by_rid(self.core, row.rid, decision, channel="slack", actor_id=user)
+            await decide_by_rid(
+                self.core, row.rid, decision, channel=ChannelName.SLACK, actor_id=user
+            )
         except (NotAllowed, Conflict, NotFound) as refusal:
             await tell(str(refusal))
             return

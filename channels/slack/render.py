@@ -12,7 +12,9 @@ import re
 from datetime import datetime
 from typing import Any
 
+from gateway.lifecycle import Kind, Status
 from gateway.views import RequestView
+from gateway.vocabulary import AnsweredIn
 
 TEXT_LIMIT = 3000  # Block Kit text object limit
 MAX_KWARG_BLOCKS = 40  # messages hold 50 blocks; keep room for header, context, actions
@@ -127,7 +129,7 @@ def contact_message(request: RequestView, responders: list[str] | None = None) -
 
 def who(user_info: dict[str, Any] | None) -> str:
     info = user_info or {}
-    if info.get("channel") == "slack" and info.get("user_id"):
+    if info.get("channel") == AnsweredIn.SLACK and info.get("user_id"):
         return mention(str(info["user_id"]))
     return escape(str(info.get("name") or info.get("email") or info.get("user_id") or "someone"))
 
@@ -136,11 +138,11 @@ def outcome_line(request: RequestView) -> str:
     """ "Approved by @alice", "Rejected by @bob: reason", "Answered by …"."""
     by = who(request.user_info)
     at = _when(request.responded_at)
-    if request.status == "approved":
+    if request.status == Status.APPROVED:
         line = f":white_check_mark: Approved by {by}{at}"
-    elif request.status == "rejected":
+    elif request.status == Status.REJECTED:
         line = f":x: Rejected by {by}{at}: {escape(request.comment or '')}"
-    elif request.status == "responded":
+    elif request.status == Status.RESPONDED:
         line = f":speech_balloon: Answered by {by}{at}: {escape(request.response or '')}"
     else:
         line = f":hourglass: This request is {escape(request.status)}; it can no longer be answered"
@@ -159,10 +161,12 @@ def _when(moment: datetime | None) -> str:
 def decided_message(request: RequestView) -> dict[str, Any]:
     """The original message with its buttons replaced by the outcome (chat.update)."""
     posted = (
-        approval_message(request) if request.kind == "function_call" else contact_message(request)
+        approval_message(request)
+        if request.kind == Kind.FUNCTION_CALL
+        else contact_message(request)
     )
     kept = [block for block in posted["blocks"] if block["type"] != "actions"]
-    if request.kind == "human_contact":
+    if request.kind == Kind.HUMAN_CONTACT:
         kept = kept[:-1]  # "Reply in this thread" no longer applies
     line = outcome_line(request)
     return {"text": line, "blocks": [*kept, {"type": "context", "elements": [_mrkdwn(line)]}]}

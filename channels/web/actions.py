@@ -18,8 +18,10 @@ from gateway.decisions import (
     decide as core_decide,
 )
 from gateway.errors import GatewayError, InvalidInput
+from gateway.lifecycle import Kind
 from gateway.models import FunctionCallStatusIn, HumanContactStatusIn
 from gateway.store.rows import Request
+from gateway.vocabulary import ChannelName
 
 # Each kind takes only its own verbs: a function call is never rejected without a reason.
 CALL_VERBS = ("approve", "reject", "option")
@@ -36,7 +38,7 @@ class Outcome:
 async def decide(core: Core, rid: str, form: dict[str, str], viewer: Viewer) -> Outcome:
     """Apply the form's answer; the outcome says what happened, in words for the page."""
     try:
-        row = await answerable(core, rid, channel="web", actor_id=viewer.actor_id)
+        row = await answerable(core, rid, channel=ChannelName.WEB, actor_id=viewer.actor_id)
         decided = await core_decide(core, row, _decision(row, form, viewer))
     except GatewayError as error:
         return Outcome(False, error.status_code, str(error))
@@ -52,7 +54,7 @@ def recorded(status: str, name: str) -> str:
 
 def _decision(row: Request, form: dict[str, str], viewer: Viewer) -> Decision:
     verb = form.get("action", "")
-    allowed = ANSWER_VERBS if row.kind == "human_contact" else CALL_VERBS
+    allowed = ANSWER_VERBS if row.kind == Kind.HUMAN_CONTACT else CALL_VERBS
     if verb not in allowed:
         raise InvalidInput(f"unknown action {verb!r}; use one of {', '.join(allowed)}")
     text = (form.get("reason") or form.get("answer") or "").strip() or None
@@ -64,7 +66,7 @@ def _decision(row: Request, form: dict[str, str], viewer: Viewer) -> Decision:
     if verb == "answer" and text is None:
         raise InvalidInput("type an answer first")
     who = viewer.user_info
-    if row.kind == "human_contact":
+    if row.kind == Kind.HUMAN_CONTACT:
         answer = HumanContactStatusIn(response=text, response_option_name=option)
         return human_contact_decision(row, answer, who)
     chosen = option if verb == "option" else None

@@ -25,6 +25,7 @@ from gateway import signed
 from gateway.core import Core
 from gateway.routing import Person
 from gateway.store import console as console_store
+from gateway.vocabulary import AnsweredIn
 
 COOKIE = "gw_session"
 SESSION_SECONDS = 12 * 3600
@@ -49,7 +50,7 @@ class Viewer:
 
     @property
     def user_info(self) -> dict[str, str]:
-        info = {"channel": "web", "name": self.name}
+        info = {"channel": AnsweredIn.WEB, "name": self.name}
         return info | ({"email": self.email} if self.email else {})
 
     @property

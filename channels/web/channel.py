@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from gateway.routing import Target
 from gateway.views import RequestView, Sent
+from gateway.vocabulary import ChannelName
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
 
 
 class WebChannel:
-    name = "web"
+    name = ChannelName.WEB
 
     def missing_settings(self) -> list[str]:
         return []

@@ -37,9 +37,11 @@ from channels.web.auth import (
 )
 from gateway import signed
 from gateway.core import Core
+from gateway.lifecycle import Status
 from gateway.store import console as console_store
 from gateway.store import projects as project_store
 from gateway.store.rows import Request as RequestRow
+from gateway.vocabulary import ChannelName
 from gateway.waiters import ANY
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(load_viewer)])
@@ -330,7 +332,7 @@ def _notice_key(core: Core) -> bytes:
 
 def _link_notice(core: Core, rid: str, token: str | None, r: dict[str, Any]) -> str | None:
     """The notice a link's decision redirect names (`n=`), composed here from the request."""
-    if not token or r["status"] == "pending":
+    if not token or r["status"] == Status.PENDING:
         return None
     try:
         claims = signed.verify(_notice_key(core), token)
@@ -437,7 +439,7 @@ async def channels_page(request: Request) -> Response:
     rows = [
         render.channel_health(name, channel, errors.get(name))
         for name, channel in core.channels.items()
-        if name != "web"
+        if name != ChannelName.WEB
     ]
     return render.page("channels.html", channels=rows, viewer=viewer, csrf=_csrf(core, viewer))
 

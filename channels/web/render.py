@@ -13,6 +13,7 @@ from fastapi.responses import HTMLResponse
 
 from channels.base import Channel
 from gateway.channel_status import channel_state
+from gateway.lifecycle import Kind
 from gateway.store import as_utc, utcnow
 from gateway.store.rows import Delivery, OutboxJob, Request, RequestEvent, WebhookEndpoint
 
@@ -88,8 +89,8 @@ def summary(row: Request, project: str) -> dict[str, Any]:
         "call_id": row.call_id,
         "project": project,
         "kind": row.kind,
-        "what": row.fn if row.kind == "function_call" else str(spec.get("msg", ""))[:140],
-        "args": args_line(spec.get("kwargs") or {}) if row.kind == "function_call" else "",
+        "what": row.fn if row.kind == Kind.FUNCTION_CALL else str(spec.get("msg", ""))[:140],
+        "args": args_line(spec.get("kwargs") or {}) if row.kind == Kind.FUNCTION_CALL else "",
         "run_id": row.run_id,
         "channels": channels_of(row),
         "age": age(row.requested_at),

@@ -14,10 +14,13 @@ from gateway.models import is_call_id
 from gateway.store import as_utc
 from gateway.store import outbox as outbox_store
 from gateway.store import requests as request_store
+from gateway.vocabulary import JobStatus
 from gateway.wire import iso
 
 router = APIRouter()
-JobStatus = Literal["pending", "running", "done", "dead"]
+# The query parameter keeps its inline enum in the OpenAPI document (a StrEnum would become
+# a named schema); tests/unit/test_vocabulary.py checks it lists exactly JobStatus's values.
+JobStatusParam = Literal["pending", "running", "done", "dead"]
 
 
 @router.get("/calls/{call_id}/events", tags=["audit"], responses=responses(401, 404, 503))
@@ -52,12 +55,15 @@ async def call_events(call_id: str, core: CoreDep, caller: CallerDep) -> dict[st
 async def jobs(
     core: CoreDep,
     caller: CallerDep,
-    status: JobStatus | None = None,
+    status: JobStatusParam | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> dict[str, Any]:
     """Outbox jobs of this project; `status=dead` lists what gave up after its last attempt."""
     rows = await core.db.scan(
-        outbox_store.list_jobs, project_id=caller.project_id, status=status, limit=limit
+        outbox_store.list_jobs,
+        project_id=caller.project_id,
+        status=None if status is None else JobStatus(status),
+        limit=limit,
     )
     return {
         "items": [

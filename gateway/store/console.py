@@ -10,11 +10,13 @@ from datetime import datetime, timedelta
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from gateway.lifecycle import Status
 from gateway.store import outbox as outbox_store
 from gateway.store import requests as request_store
 from gateway.store import tables
 from gateway.store.rows import Delivery, OutboxJob, Request, RequestEvent
 from gateway.store.values import dumps, utcnow
+from gateway.vocabulary import DeliveryStatus, JobKind
 
 _login = tables.ConsoleLogin.__table__  # type: ignore[attr-defined]
 _session = tables.ConsoleSession.__table__  # type: ignore[attr-defined]
@@ -184,7 +186,7 @@ def search_requests(
         .limit(limit)
     )
     status = _request.c.status
-    query = query.where(status == "pending" if pending else status != "pending")
+    query = query.where(status == Status.PENDING if pending else status != Status.PENDING)
     if projects is not None:
         query = query.where(_project.c.name.in_(projects))
     for column, value in (
@@ -219,7 +221,7 @@ def last_delivery_errors(conn: Connection) -> dict[str, tuple[str, datetime]]:
     """Each channel's most recent failed delivery: its error and when."""
     query = (
         sa.select(_delivery.c.channel, _delivery.c.error, _delivery.c.updated_at)
-        .where(_delivery.c.status == "failed")
+        .where(_delivery.c.status == DeliveryStatus.FAILED)
         .order_by(_delivery.c.updated_at.desc())
         .limit(500)
     )
@@ -233,7 +235,8 @@ def webhook_jobs(
     conn: Connection, project_ids: Sequence[int] | None, limit: int = 200
 ) -> list[OutboxJob]:
     """Recent webhook deliveries (outbox jobs), newest first."""
-    query = sa.select(_job).where(_job.c.kind == "webhook").order_by(_job.c.id.desc()).limit(limit)
+    webhooks = _job.c.kind == JobKind.WEBHOOK
+    query = sa.select(_job).where(webhooks).order_by(_job.c.id.desc()).limit(limit)
     if project_ids is not None:
         query = query.where(_job.c.project_id.in_(project_ids))
     return [OutboxJob(**row._mapping) for row in (conn.execute(query)).all()]
@@ -258,14 +261,14 @@ def redeliver_webhook(conn: Connection, job_id: int, sees: Callable[[str], bool]
     """Queue a webhook delivery again, with the same message id (receivers dedupe on it);
     False when there is no such delivery the viewer (`sees`) may see."""
     job = outbox_store.get_job(conn, job_id)
-    if job is None or job.kind != "webhook" or job.project_id is None:
+    if job is None or job.kind != JobKind.WEBHOOK or job.project_id is None:
         return False
     project = project_name(conn, job.project_id)
     if project is None or not sees(project):
         return False
     outbox_store.enqueue(
         conn,
-        "webhook",
+        JobKind.WEBHOOK,
         json.loads(job.payload_json),
         rid=job.rid,
         project_id=job.project_id,

@@ -9,6 +9,7 @@ from sqlalchemy.engine import Connection
 from gateway.store import requests as request_store
 from gateway.store.tables import EmailSeen, ImapCheckpoint
 from gateway.store.values import utcnow
+from gateway.vocabulary import AuditEvent
 
 _seen = EmailSeen.__table__  # type: ignore[attr-defined]
 _checkpoint = ImapCheckpoint.__table__  # type: ignore[attr-defined]
@@ -56,4 +57,4 @@ def mark_handled(
     mark_seen(conn, message_key, rid, f"{result}: {reason}")
     if rid is not None and result != "decided":
         detail = {"result": result, "reason": reason, "message_id": message_key}
-        request_store.add_event(conn, rid, "email_reply_ignored", detail)
+        request_store.add_event(conn, rid, AuditEvent.EMAIL_REPLY_IGNORED, detail)

@@ -12,6 +12,7 @@ from gateway.store import tables
 from gateway.store.changes import jobs_queued
 from gateway.store.rows import OutboxJob
 from gateway.store.values import dumps, utcnow
+from gateway.vocabulary import JobKind, JobStatus
 
 _job = tables.OutboxJob.__table__  # type: ignore[attr-defined]
 _INSERT_JOB = sa.insert(_job).returning(_job.c.id)  # built once: it runs for every delivery
@@ -19,7 +20,7 @@ _INSERT_JOB = sa.insert(_job).returning(_job.c.id)  # built once: it runs for ev
 
 def enqueue(
     conn: Connection,
-    kind: str,
+    kind: JobKind,
     payload: dict[str, Any],
     *,
     max_attempts: int,
@@ -33,7 +34,7 @@ def enqueue(
         "rid": rid,
         "project_id": project_id,
         "payload_json": dumps(payload),
-        "status": "pending",
+        "status": JobStatus.PENDING,
         "attempts": 0,
         "max_attempts": max_attempts,
         "run_at": run_at or now,
@@ -49,8 +50,8 @@ def claim(conn: Connection, *, limit: int, lease: timedelta, skip_locked: bool) 
     """Take due jobs (and jobs whose lease ran out after a crash) for one lease period."""
     now = utcnow()
     due = sa.or_(
-        sa.and_(_job.c.status == "pending", _job.c.run_at <= now),
-        sa.and_(_job.c.status == "running", _job.c.locked_until < now),
+        sa.and_(_job.c.status == JobStatus.PENDING, _job.c.run_at <= now),
+        sa.and_(_job.c.status == JobStatus.RUNNING, _job.c.locked_until < now),
     )
     pick = sa.select(_job.c.id).where(due).order_by(_job.c.run_at, _job.c.id).limit(limit)
     if skip_locked:
@@ -59,7 +60,7 @@ def claim(conn: Connection, *, limit: int, lease: timedelta, skip_locked: bool) 
         sa.update(_job)
         .where(_job.c.id.in_(pick.scalar_subquery()))
         .values(
-            status="running",
+            status=JobStatus.RUNNING,
             attempts=_job.c.attempts + 1,
             locked_until=now + lease,
             updated_at=now,
@@ -71,13 +72,13 @@ def claim(conn: Connection, *, limit: int, lease: timedelta, skip_locked: bool) 
 
 
 def complete(conn: Connection, job_id: int) -> None:
-    values = {"status": "done", "locked_until": None, "updated_at": utcnow()}
+    values = {"status": JobStatus.DONE, "locked_until": None, "updated_at": utcnow()}
     conn.execute(sa.update(_job).where(_job.c.id == job_id).values(values))
 
 
 def retry(conn: Connection, job_id: int, *, run_at: datetime, error: str) -> None:
     values = {
-        "status": "pending",
+        "status": JobStatus.PENDING,
         "run_at": run_at,
         "locked_until": None,
         "last_error": error,
@@ -89,7 +90,7 @@ def retry(conn: Connection, job_id: int, *, run_at: datetime, error: str) -> Non
 def postpone(conn: Connection, job_id: int, *, run_at: datetime, error: str) -> None:
     """Try again later without spending an attempt (the channel itself was down)."""
     values = {
-        "status": "pending",
+        "status": JobStatus.PENDING,
         "run_at": run_at,
         "attempts": _job.c.attempts - 1,
         "locked_until": None,
@@ -103,7 +104,10 @@ def resume_waiting(conn: Connection, marker: str) -> int:
     """Jobs postponed because a channel was down are due now that it is up."""
     query = (
         sa.update(_job)
-        .where(_job.c.status == "pending", _job.c.last_error.startswith(marker, autoescape=True))
+        .where(
+            _job.c.status == JobStatus.PENDING,
+            _job.c.last_error.startswith(marker, autoescape=True),
+        )
         .values(run_at=utcnow())
     )
     jobs_queued(conn)
@@ -112,7 +116,12 @@ def resume_waiting(conn: Connection, marker: str) -> int:
 
 def bury(conn: Connection, job_id: int, *, error: str) -> None:
     """The last attempt failed: the job is dead and stays visible for an operator."""
-    values = {"status": "dead", "locked_until": None, "last_error": error, "updated_at": utcnow()}
+    values = {
+        "status": JobStatus.DEAD,
+        "locked_until": None,
+        "last_error": error,
+        "updated_at": utcnow(),
+    }
     conn.execute(sa.update(_job).where(_job.c.id == job_id).values(values))
 
 
@@ -120,20 +129,20 @@ def release_leases(conn: Connection) -> int:
     """At start on SQLite (one process by construction), jobs left running are orphans."""
     query = (
         sa.update(_job)
-        .where(_job.c.status == "running")
-        .values(status="pending", locked_until=None, run_at=utcnow())
+        .where(_job.c.status == JobStatus.RUNNING)
+        .values(status=JobStatus.PENDING, locked_until=None, run_at=utcnow())
     )
     return (conn.execute(query)).rowcount
 
 
 def next_due_at(conn: Connection) -> datetime | None:
-    query = sa.select(sa.func.min(_job.c.run_at)).where(_job.c.status == "pending")
+    query = sa.select(sa.func.min(_job.c.run_at)).where(_job.c.status == JobStatus.PENDING)
     value: datetime | None = (conn.execute(query)).scalar_one_or_none()
     return value
 
 
 def list_jobs(
-    conn: Connection, *, project_id: int | None, status: str | None, limit: int = 100
+    conn: Connection, *, project_id: int | None, status: JobStatus | None, limit: int = 100
 ) -> list[OutboxJob]:
     query = sa.select(_job).order_by(_job.c.id.desc()).limit(limit)
     if project_id is not None:

@@ -11,10 +11,12 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
+from gateway.lifecycle import Kind, Status
 from gateway.store import tables
 from gateway.store.changes import request_changed
 from gateway.store.rows import Delivery, Request, RequestEvent, values
 from gateway.store.values import dumps, utcnow
+from gateway.vocabulary import AuditEvent, ChannelName, DeliveryStatus
 
 _request = tables.Request.__table__  # type: ignore[attr-defined]
 _event = tables.RequestEvent.__table__  # type: ignore[attr-defined]
@@ -63,11 +65,11 @@ def get_by_slack_ts(conn: Connection, ts: str) -> list[Request]:
     return [Request(**row._mapping) for row in (conn.execute(query)).all()]
 
 
-def decide(conn: Connection, rid: str, status: str, fields: dict[str, Any]) -> Request | None:
+def decide(conn: Connection, rid: str, status: Status, fields: dict[str, Any]) -> Request | None:
     """Compare-and-set: only a pending request changes; None means someone decided first."""
     query = (
         sa.update(_request)
-        .where(_request.c.rid == rid, _request.c.status == "pending")
+        .where(_request.c.rid == rid, _request.c.status == Status.PENDING)
         .values(status=status, **fields)
         .returning(*_request.c)
     )
@@ -100,9 +102,9 @@ def add_to_route(conn: Connection, rid: str, target: dict[str, Any]) -> None:
 def list_requests(
     conn: Connection,
     project_id: int,
-    kind: str,
+    kind: Kind,
     *,
-    status: str | None,
+    status: Status | None,
     run_id: str | None,
     limit: int,
     offset: int,
@@ -127,11 +129,15 @@ def list_requests(
     return [Request(**row._mapping) for row in rows], int(total)
 
 
-def add_event(conn: Connection, rid: str, type_: str, detail: dict[str, Any] | None = None) -> None:
+def add_event(
+    conn: Connection, rid: str, type_: AuditEvent, detail: dict[str, Any] | None = None
+) -> None:
     add_events(conn, rid, [(type_, detail or {})])
 
 
-def add_events(conn: Connection, rid: str, events: Sequence[tuple[str, dict[str, Any]]]) -> None:
+def add_events(
+    conn: Connection, rid: str, events: Sequence[tuple[AuditEvent, dict[str, Any]]]
+) -> None:
     """Several audit events in one statement."""
     now = utcnow()
     rows = [{"rid": rid, "type": t, "detail_json": dumps(d), "at": now} for t, d in events]
@@ -156,10 +162,10 @@ def trail(
 def add_delivery(
     conn: Connection,
     rid: str,
-    channel: str,
+    channel: ChannelName,
     target: dict[str, Any],
     *,
-    status: str,
+    status: DeliveryStatus,
     error: str | None = None,
     ref: dict[str, Any] | None = None,
 ) -> int:
@@ -189,7 +195,7 @@ def update_delivery(
     conn: Connection,
     delivery_id: int,
     *,
-    status: str,
+    status: DeliveryStatus,
     ref: dict[str, Any] | None = None,
     error: str | None = None,
     at: datetime | None = None,

@@ -65,7 +65,7 @@ class Request(SQLModel, table=True):
 
 
 class RequestEvent(SQLModel, table=True):
-    """The audit trail: created, routed, delivered, delivery_failed, decided, webhook_*."""
+    """The audit trail: created, routed, delivered, decided, webhook_*... (`AuditEvent`)."""
 
     __tablename__ = "request_event"
 

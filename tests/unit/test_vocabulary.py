@@ -1,0 +1,112 @@
+"""The stored vocabulary: each enum holds exactly the documented values, stores them as the
+bare strings (no migration), and every member fits the column that keeps it."""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from typing import get_args
+
+import pytest
+import sqlalchemy as sa
+
+from channels.registry import REGISTRY
+from gateway.api.extensions import JobStatusParam
+from gateway.lifecycle import Kind, Status
+from gateway.routing import SERVED_BY_GATEWAY
+from gateway.store import tables
+from gateway.vocabulary import (
+    AnsweredIn,
+    AuditEvent,
+    ChannelName,
+    DeliveryStatus,
+    JobKind,
+    JobStatus,
+)
+
+# Written out by hand from what the code writes (grep gateway/ and channels/ for the store's
+# add_event/add_events, add_delivery/update_delivery, enqueue and the outbox's status
+# updates, and user_info's "channel"). A new member must be added here on purpose.
+DOCUMENTED: dict[type[StrEnum], set[str]] = {
+    Kind: {"function_call", "human_contact"},
+    Status: {"pending", "approved", "rejected", "responded", "expired", "cancelled"},
+    DeliveryStatus: {"queued", "sent", "retrying", "failed", "skipped", "unconfigured"},
+    JobKind: {"deliver", "update", "webhook"},
+    JobStatus: {"pending", "running", "done", "dead"},
+    AuditEvent: {
+        "created",
+        "routed",
+        "delivered",
+        "delivery_failed",
+        "delivery_fallback",
+        "decided",
+        "escalated",
+        "webhook_delivered",
+        "webhook_failed",
+        "webhook_endpoint_disabled",
+        "email_reply_ignored",
+    },
+    ChannelName: {"web", "slack", "discord", "email", "sms", "whatsapp"},
+    AnsweredIn: {"api", "cli", "web", "slack", "discord", "email"},
+}
+
+# Where each vocabulary is stored. AnsweredIn lives inside user_info_json (text): no limit.
+COLUMNS: dict[type[StrEnum], list[sa.Column[str]]] = {
+    Kind: [tables.Request.__table__.c.kind],
+    Status: [tables.Request.__table__.c.status],
+    DeliveryStatus: [tables.Delivery.__table__.c.status],
+    JobKind: [tables.OutboxJob.__table__.c.kind],
+    JobStatus: [tables.OutboxJob.__table__.c.status],
+    AuditEvent: [tables.RequestEvent.__table__.c.type],
+    ChannelName: [tables.Delivery.__table__.c.channel],
+}
+
+VOCABULARIES = list(DOCUMENTED)
+
+
+def _name(enum: type[StrEnum]) -> str:
+    return enum.__name__
+
+
+@pytest.mark.parametrize("enum", VOCABULARIES, ids=_name)
+def test_values_are_the_documented_ones(enum: type[StrEnum]) -> None:
+    assert {member.value for member in enum} == DOCUMENTED[enum]
+
+
+@pytest.mark.parametrize("enum", VOCABULARIES, ids=_name)
+def test_members_are_stored_as_their_bare_strings(enum: type[StrEnum]) -> None:
+    for member in enum:
+        assert member == member.value
+        assert hash(member) == hash(member.value)  # found in dicts keyed by row strings
+        assert str(member) == f"{member}" == member.value
+        assert json.dumps({member: member}) == json.dumps({member.value: member.value})
+        assert member.name == member.value.upper()  # one spelling, nothing to look up
+
+
+@pytest.mark.parametrize("enum", list(COLUMNS), ids=_name)
+def test_every_member_fits_its_column(enum: type[StrEnum]) -> None:
+    for column in COLUMNS[enum]:
+        length = column.type.length
+        assert isinstance(length, int), f"{column} has no length"
+        too_long = [m.value for m in enum if len(m.value) > length]
+        assert not too_long, f"{too_long} do not fit {column} (VARCHAR({length}))"
+
+
+def test_every_stored_vocabulary_has_a_column_or_a_reason() -> None:
+    assert set(VOCABULARIES) - set(COLUMNS) == {AnsweredIn}
+
+
+def test_registry_is_keyed_by_channel_names() -> None:
+    assert set(REGISTRY) <= set(ChannelName)
+    for name, factory in REGISTRY.items():
+        assert factory.name == name  # the channel class's own name
+    assert set(SERVED_BY_GATEWAY) <= set(REGISTRY)
+
+
+def test_answered_in_is_the_channels_plus_the_api_and_cli() -> None:
+    assert {a.value for a in AnsweredIn} == {*REGISTRY, AnsweredIn.API, AnsweredIn.CLI}
+
+
+def test_jobs_api_parameter_lists_the_job_statuses() -> None:
+    """The API keeps a Literal (an inline enum in the OpenAPI document): same values."""
+    assert list(get_args(JobStatusParam)) == [status.value for status in JobStatus]

@@ -43,9 +43,11 @@ pytest: dev
 test: lint typecheck pytest
 
 bench: dev
-	bash tests/services/provision.sh
+	bash tests/services/provision.sh --bench
 	$(BIN)/python bench/intake.py
-	$(BIN)/python bench/decision_latency.py
+	$(BIN)/python bench/decision_latency.py --postgres
+	$(BIN)/python bench/longpoll_scale.py
+	$(BIN)/python bench/full_store.py --postgres
 	$(BIN)/python bench/slack_latency.py
 	$(BIN)/python bench/discord_latency.py
 	$(BIN)/python bench/email_latency.py

@@ -256,6 +256,8 @@ async def gateway_phases(gateway: common.Gateway) -> list[Phase]:
 
 
 async def baseline_round_trips(server: common.BaselineProcess) -> Phase:
+    """The bare round trip, after the same pause the gateway's phases make before each
+    respond: an idle virtual CPU takes milliseconds to wake up, on both sides alike."""
     phase = Phase("baseline: one plain request round trip")
     async with httpx.AsyncClient(base_url=server.api_base, timeout=TIMEOUT) as client:
         loop = asyncio.get_running_loop()
@@ -264,6 +266,7 @@ async def baseline_round_trips(server: common.BaselineProcess) -> Phase:
             if loop.time() >= deadline:
                 phase.cut_short = True
                 break
+            await asyncio.sleep(SETTLE)
             started = time.perf_counter()
             try:
                 response = await client.post(
@@ -310,7 +313,7 @@ def main() -> int:
         if not common.postgres_available():
             print("-- gateway on PostgreSQL: skipped (no PostgreSQL binaries on this machine)")
         else:
-            print("-- gateway on PostgreSQL (throwaway server, fsync=off)", flush=True)
+            print("-- gateway on PostgreSQL (throwaway server, fsync on)", flush=True)
             with common.throwaway_postgres("bench_decisions") as url:
                 phases += run_gateway(url, "PostgreSQL")
 

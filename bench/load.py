@@ -41,6 +41,10 @@ def _insert(conn: Connection, project: str, call_ids: Sequence[str]) -> None:
         request_store.insert_request(conn, request)
 
 
+def _vacuum(conn: Connection) -> None:
+    conn.exec_driver_sql("VACUUM ANALYZE request")
+
+
 async def load_pending(
     database_url: str, call_ids: Sequence[str], project: str = "default"
 ) -> None:
@@ -52,5 +56,7 @@ async def load_pending(
             for start in range(0, len(call_ids), CHUNK)
         ]
         await asyncio.gather(*writes)
+        if not db.is_sqlite:  # what autovacuum does soon after a bulk load, done at once
+            await db.scan(_vacuum)
     finally:
         await db.aclose()

@@ -11,6 +11,10 @@ compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || command -v initdb >/
 compgen -G "/usr/lib/dovecot/lmtp" >/dev/null || missing+=(dovecot-lmtpd)
 # The console's browser tests drive Debian's headless Chromium through Playwright.
 command -v chromium >/dev/null || missing+=(chromium)
+# `make bench` (provision.sh --bench) loads the gateway with wrk, a C load generator.
+if [[ "${1:-}" == "--bench" ]]; then
+  command -v wrk >/dev/null || missing+=(wrk)
+fi
 
 if ((${#missing[@]} == 0)); then
   exit 0

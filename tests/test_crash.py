@@ -21,6 +21,7 @@ from tests.services.receiver import WebhookReceiver
 FAST_RETRIES = ",".join(["0"] + ["0.3"] * 39)
 CALLS = 20
 CONTACTS = 5
+BATCHED = 300  # creates in flight when the process is killed
 
 
 class Crashable:
@@ -41,10 +42,12 @@ class Crashable:
         self.api_key = process.api_key or self.api_key  # printed on the first start only
         return process
 
-    def client(self) -> httpx.AsyncClient:
+    def client(self, **kwargs: Any) -> httpx.AsyncClient:
         assert self.process is not None
         headers = {"Authorization": f"Bearer {self.api_key}"}
-        return httpx.AsyncClient(base_url=self.process.base_url, headers=headers, timeout=30)
+        return httpx.AsyncClient(
+            base_url=self.process.base_url, headers=headers, timeout=30, **kwargs
+        )
 
     def cli(self, *args: str) -> str:
         assert self.process is not None
@@ -204,3 +207,44 @@ async def test_kill_9_during_decisions_loses_no_acknowledged_decision(
                 json={"approved": False, "comment": "late"},
             )
             assert again.status_code == (200 if decided == 0 else 409)
+
+
+async def test_kill_9_during_batched_creates_loses_no_acknowledged_create(
+    crashable: Crashable,
+) -> None:
+    """Creates in flight share batched commits: those acknowledged survive, none is stored
+    twice, and sending one again after the restart finds it (or stores it) once."""
+    await crashable.start()
+    assert crashable.process is not None
+    process = crashable.process
+    limits = httpx.Limits(max_connections=32)
+
+    def body(i: int) -> dict[str, Any]:
+        return {"run_id": "r", "call_id": f"b-{i}", "spec": {"fn": "f", "kwargs": {"i": i}}}
+
+    async with crashable.client(limits=limits) as client:
+
+        async def create(i: int) -> tuple[int, int | None]:
+            try:
+                reply = await client.post("/humanlayer/v1/function_calls", json=body(i))
+                return i, reply.status_code
+            except httpx.TransportError:
+                return i, None  # the server died before answering
+
+        creates = [asyncio.create_task(create(i)) for i in range(BATCHED)]
+        await asyncio.wait(creates, return_when=asyncio.FIRST_COMPLETED)
+        process.kill()
+        results = dict(await asyncio.gather(*creates))
+    acknowledged = {i for i, code in results.items() if code == 200}
+    assert acknowledged and len(acknowledged) < BATCHED, "the kill should land mid-load"
+
+    await crashable.start()
+    async with crashable.client() as client:
+        for i in acknowledged:
+            stored = await client.get(f"/humanlayer/v1/function_calls/b-{i}")
+            assert stored.status_code == 200 and stored.json()["spec"]["kwargs"] == {"i": i}
+        for i in range(BATCHED):  # the agent's retry: the same body again
+            again = await client.post("/humanlayer/v1/function_calls", json=body(i))
+            assert again.status_code == 200, again.text
+        listed = await client.get("/humanlayer/v1/function_calls", params={"limit": 1000})
+        assert listed.json()["total"] == BATCHED  # each once

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import common
 from bench.decision_latency import Phase, baseline_round_trips
-from tests.channels.slack.test_slack import SIGNING_SECRET, click, signed_headers
+from tests.channels.slack.test_slack import SIGNING_SECRET, button_rid, click, signed_headers
 from tests.fakes.slack import FakeSlack
 from tests.services.gateway_process import GatewayProcess
 
@@ -42,7 +42,7 @@ async def approve_button(fake: FakeSlack, call_id: str) -> dict[str, Any]:
             if marker in json.dumps(blocks):
                 for block in blocks:
                     for element in block.get("elements", []):
-                        if element.get("action_id") == "gw_approve":
+                        if str(element.get("action_id")).startswith("gw:approve:"):
                             return dict(element)
         await fake.wait_for("chat.postMessage", len(posts) + 1)
 
@@ -63,7 +63,9 @@ async def one_click(
     button = await approve_button(fake, call_id)
     waiter = asyncio.create_task(api.get(f"/function_calls/{call_id}", params={"wait": 30}))
     await asyncio.sleep(SETTLE)
-    body = "payload=" + urllib.parse.quote(json.dumps(click(fake, button["value"], "gw_approve")))
+    body = "payload=" + urllib.parse.quote(
+        json.dumps(click(fake, button_rid(button), "gw_approve"))
+    )
     started = time.perf_counter()
     (await slack.post("/slack/interactions", content=body, headers=signed_headers(body)))
     answer = await waiter

@@ -1,2 +1,2 @@
-"""Channels: one package per platform behind `channels.base.Channel`; the registry the
+"""Channels: one package per platform behind `gateway.seam.Channel`; the registry the
 composition root reads is `channels.registry.REGISTRY`."""

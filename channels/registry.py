@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from channels.base import Channel
 from channels.discord.channel import DiscordChannel
 from channels.email.channel import EmailChannel
 from channels.slack.channel import SlackChannel
 from channels.web import WebChannel
+from gateway.seam import Channel
 from gateway.vocabulary import ChannelName
 
 REGISTRY: dict[ChannelName, Callable[[], Channel]] = {

@@ -12,7 +12,6 @@ from contextlib import asynccontextmanager
 import httpx
 from fastapi import FastAPI
 
-from channels.base import Channel, Mountable
 from channels.registry import REGISTRY
 from gateway import __version__
 from gateway.api import channels_status, conformance, errors, extensions, routes
@@ -22,6 +21,7 @@ from gateway.core import Core
 from gateway.crypto import SecretBox
 from gateway.dispatch import Dispatcher
 from gateway.routing import load_config
+from gateway.seam import Channel, Mountable
 from gateway.settings import Settings
 from gateway.store import Database, migrate
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from channels.base import Channel, Connected
+from gateway.seam import Channel, Connected
 from gateway.store import as_utc
 
 

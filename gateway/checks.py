@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Mapping
 
-from channels.base import Channel, Checkable
-from channels.registry import REGISTRY
 from gateway.errors import DeliveryError, InvalidInput
 from gateway.routing import RoutingConfig, load_config
+from gateway.seam import Channel, Checkable
 from gateway.settings import Settings
 from gateway.ssrf import pin_public
 from gateway.store import Database, migrate
 from gateway.store import projects as project_store
 from gateway.store.rows import ApiKey
 from gateway.supervisor import health_after
+from gateway.vocabulary import ChannelName
 
 
-async def run_checks(settings: Settings) -> int:
+async def run_checks(
+    settings: Settings, channels: Mapping[ChannelName, Callable[[], Channel]]
+) -> int:
+    """`channels`: each channel's factory (the composition root's registry)."""
     problems: list[str] = []
     config: RoutingConfig | None = None
     try:
@@ -31,7 +35,7 @@ async def run_checks(settings: Settings) -> int:
         )
     except ValueError as error:
         problems.append(f"config: {error}")
-    for name, factory in REGISTRY.items():
+    for name, factory in channels.items():
         problem = await _check_channel(name, factory(), settings.channel_connect_timeout_seconds)
         if problem:
             problems.append(problem)

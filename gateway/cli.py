@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from channels.discord.channel import DiscordChannel
+from channels.registry import REGISTRY
 from channels.slack.manifest import manifest
 from channels.web.auth import (
     console_people,
@@ -257,7 +258,7 @@ def discord_invite_url(_settings: Settings, _args: argparse.Namespace) -> int:
 
 
 def check(settings: Settings, _args: argparse.Namespace) -> int:
-    return asyncio.run(run_checks(settings))
+    return asyncio.run(run_checks(settings, REGISTRY))
 
 
 def _parser() -> argparse.ArgumentParser:

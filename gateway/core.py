@@ -7,12 +7,12 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from channels.base import Channel
 from gateway import signed
 from gateway.crypto import SecretBox
 from gateway.keys import KeyCache
 from gateway.lifecycle import Kind, Status
 from gateway.routing import RoutingConfig
+from gateway.seam import Channel
 from gateway.settings import Settings
 from gateway.store import Changes, Database
 from gateway.store.rows import ApiKey, Project, Request
@@ -92,5 +92,6 @@ class Core:
             response=row.response,
             user_info=json.loads(row.user_info_json) if row.user_info_json else None,
             responded_at=row.responded_at,
+            route=json.loads(row.route_json),
             secrets=secrets,
         )

@@ -5,85 +5,29 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy.engine import Connection
 
 from gateway import webhooks
+from gateway.callback_ids import Verb
 from gateway.core import Caller, Core
-from gateway.errors import Conflict, IllegalTransition, InvalidInput, NotAllowed, NotFound
+from gateway.errors import Conflict, IllegalTransition, InvalidInput
 from gateway.intake import add_targets, find, noun
 from gateway.lifecycle import Event, Kind, Status, transition
 from gateway.models import Escalation, FunctionCallStatusIn, HumanContactStatusIn
+from gateway.responders import already_decided
 from gateway.routing import SERVED_BY_GATEWAY, Target, channel_targets
-from gateway.store import as_utc, dumps, utcnow
+from gateway.store import dumps, utcnow
 from gateway.store import outbox as outbox_store
 from gateway.store import requests as request_store
 from gateway.store.rows import Request
+from gateway.verbs import Decision, Refusal, Refused, decision_for
 from gateway.vocabulary import AnsweredIn, AuditEvent, ChannelName, DeliveryStatus, JobKind
 from gateway.wire import to_wire
 
 UPDATE_ATTEMPTS = 8
-
-_CHANNEL_NAMES: dict[str, str] = {
-    AnsweredIn.API: "the API",
-    AnsweredIn.CLI: "the CLI",
-    AnsweredIn.WEB: "the web console",
-}
-
-
-@dataclass(frozen=True)
-class Decision:
-    event: Event
-    user_info: dict[str, Any]
-    comment: str | None = None
-    option_name: str | None = None
-    response: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-    # The hash of an API respond's Idempotency-Key and body (see `idempotency_token`).
-    idempotency: str | None = None
-
-
-def _who(user_info: dict[str, Any]) -> str:
-    return str(
-        user_info.get("name") or user_info.get("email") or user_info.get("user_id") or "someone"
-    )
-
-
-def _where(user_info: dict[str, Any]) -> str:
-    channel = str(user_info.get("channel") or AnsweredIn.API)
-    return _CHANNEL_NAMES.get(channel, channel.capitalize())
-
-
-def default_rejection(user_info: dict[str, Any]) -> str:
-    """The SDK raises on a rejection without a comment, so the gateway writes one."""
-    return f"Rejected in {_where(user_info)} by {_who(user_info)}"
-
-
-def already_decided(row: Request) -> str:
-    info = json.loads(row.user_info_json) if row.user_info_json else {}
-    when = as_utc(row.responded_at).isoformat() if row.responded_at else "an earlier time"
-    return (
-        f"{noun(row.kind)} {row.call_id!r} was already {row.status} by {_who(info)} "
-        f"in {_where(info)} at {when}"
-    )
-
-
-def _options(row: Request) -> dict[str, dict[str, Any]]:
-    spec = json.loads(row.spec_json)
-    options = spec.get("reject_options") or spec.get("response_options") or []
-    return {option["name"]: option for option in options}
-
-
-def _check_option(row: Request, name: str | None) -> dict[str, Any] | None:
-    if name is None:
-        return None
-    options = _options(row)
-    if name not in options:
-        known = ", ".join(sorted(options)) or "none"
-        raise InvalidInput(f"unknown option {name!r} for call_id {row.call_id!r}; options: {known}")
-    return options[name]
 
 
 def api_user_info(caller: Caller, given: dict[str, Any] | None) -> dict[str, Any]:
@@ -94,29 +38,31 @@ def api_user_info(caller: Caller, given: dict[str, Any] | None) -> dict[str, Any
 def function_call_decision(
     row: Request, body: FunctionCallStatusIn, user_info: dict[str, Any]
 ) -> Decision:
+    """An API or CLI `respond` to a function call, by the rules every channel shares."""
     if body.approved is None:
         raise InvalidInput("approved must be true or false")
-    if body.approved:
-        if body.reject_option_name is not None:
-            raise InvalidInput("reject_option_name is only allowed with approved=false")
-        return Decision(Event.APPROVE, user_info, comment=body.comment)
-    option = _check_option(row, body.reject_option_name)
-    comment = body.comment or (option or {}).get("prompt_fill") or default_rejection(user_info)
-    return Decision(Event.REJECT, user_info, comment=comment, option_name=body.reject_option_name)
+    if body.approved and body.reject_option_name is not None:
+        raise InvalidInput("reject_option_name is only allowed with approved=false")
+    verb = Verb.APPROVE if body.approved else Verb.REJECT
+    choice = body.reject_option_name
+    return _made(decision_for(row, verb, user_info, text=body.comment, choice=choice))
 
 
 def human_contact_decision(
     row: Request, body: HumanContactStatusIn, user_info: dict[str, Any]
 ) -> Decision:
-    option = _check_option(row, body.response_option_name)
-    response = body.response
-    if response is None and option is not None:
-        response = option.get("prompt_fill") or option.get("title") or option["name"]
-    if response is None:
+    """An API or CLI `respond` to a question, by the rules every channel shares."""
+    choice = body.response_option_name
+    made = decision_for(row, Verb.ANSWER, user_info, text=body.response, choice=choice)
+    if isinstance(made, Refused) and made.why == Refusal.MISSING_TEXT:
         raise InvalidInput("give a response, or a response_option_name")
-    return Decision(
-        Event.RESPOND, user_info, response=response, option_name=body.response_option_name
-    )
+    return _made(made)
+
+
+def _made(made: tuple[Decision, Any] | Refused) -> Decision:
+    if isinstance(made, Refused):
+        raise InvalidInput(made.message)
+    return made[0]
 
 
 def idempotency_token(caller: Caller, key: str | None, body: Any) -> str | None:
@@ -210,38 +156,12 @@ async def decide(core: Core, row: Request, decision: Decision) -> Request:
     return current
 
 
-def allowed_responders(row: Request, channel: ChannelName) -> set[str] | None:
+def allowed_responders(route: list[dict[str, Any]], channel: ChannelName) -> set[str] | None:
     """Who may answer through `channel`: the route's responders there, or None for anyone."""
-    targets = [t for t in json.loads(row.route_json) if t["channel"] == channel]
+    targets = [t for t in route if t["channel"] == channel]
     if not targets or any(t.get("responders") is None for t in targets):
         return None
     return {responder for t in targets for responder in t["responders"]}
-
-
-async def decide_by_rid(
-    core: Core, rid: str, decision: Decision, *, channel: ChannelName, actor_id: str
-) -> Request:
-    """A channel's entry point: check the person, then decide (first wins).
-
-    Raises NotFound, NotAllowed (nothing changes) or Conflict (says who decided first).
-    """
-    row = await answerable(core, rid, channel=channel, actor_id=actor_id)
-    return await decide(core, row, decision)
-
-
-async def answerable(core: Core, rid: str, *, channel: ChannelName, actor_id: str) -> Request:
-    """The pending request `actor_id` may answer through `channel`; raises like decide_by_rid.
-
-    Channels also call it before opening a form, so nobody types a reason for nothing."""
-    row = await core.db.read(request_store.get_by_rid, rid)
-    if row is None:
-        raise NotFound("this request no longer exists")
-    allowed = allowed_responders(row, channel)
-    if allowed is not None and actor_id not in allowed:
-        raise NotAllowed("you are not allowed to answer this request")
-    if row.status != Status.PENDING:
-        raise Conflict(already_decided(row))
-    return row
 
 
 async def respond_function_call(

@@ -25,6 +25,7 @@ class RequestView:
     response: str | None = None
     user_info: dict[str, Any] | None = None
     responded_at: datetime | None = None
+    route: list[dict[str, Any]] = field(default_factory=list)  # its targets, as routed
     # Write-only values the agent sent (a per-request Slack bot token); never echoed.
     secrets: dict[str, str] = field(default_factory=dict, repr=False)
 

@@ -1,18 +1,27 @@
-"""Decisions arriving from a channel: who may answer, first wins, who won is named."""
+"""Answers arriving from any channel: one path (gateway.answers) decides who may answer,
+reads options and free text, lets the first answer win and names who won."""
 
 from __future__ import annotations
 
 import pytest
 
-from gateway.decisions import Decision, decide_by_rid
-from gateway.errors import Conflict, NotAllowed, NotFound
-from gateway.lifecycle import Event
+from gateway.answers import Answered, Refusal, Refused, answer, describe
+from gateway.callback_ids import Verb
+from gateway.responders import Responder
+from gateway.vocabulary import AnsweredIn
 from tests.factories import RequestFactory
+from tests.helpers import events
 from tests.services.inprocess import RunningGateway
 
+SLACK_C1 = {"slack": {"channel_or_user_id": "C1"}}
 
-def slack_click(user: str) -> Decision:
-    return Decision(Event.APPROVE, {"channel": "slack", "user_id": user, "name": user})
+
+def on_slack(user: str) -> Responder:
+    return Responder(AnsweredIn.SLACK, user, user)
+
+
+def on_discord(user: str) -> Responder:
+    return Responder(AnsweredIn.DISCORD, user, user)
 
 
 async def test_only_allowed_responders_decide(
@@ -20,42 +29,85 @@ async def test_only_allowed_responders_decide(
 ) -> None:
     slack = {"slack": {"channel_or_user_id": "C1", "allowed_responder_ids": ["U0ALICE"]}}
     rid = (await request_factory(gateway, "allowed", channel=slack)).rid
-    with pytest.raises(NotAllowed, match="not allowed"):
-        await decide_by_rid(
-            gateway.core, rid, slack_click("U0MALLORY"), channel="slack", actor_id="U0MALLORY"
-        )
+    refused = await answer(gateway.core, rid, Verb.APPROVE, on_slack("U0MALLORY"))
+    assert refused == Refused(Refusal.NOT_ALLOWED, "you are not allowed to answer this request")
     async with gateway.client() as client:
         assert (await client.get("/function_calls/allowed")).json()["gateway_status"] == "pending"
-    decided = await decide_by_rid(
-        gateway.core, rid, slack_click("U0ALICE"), channel="slack", actor_id="U0ALICE"
-    )
-    assert decided.status == "approved"
+    decided = await answer(gateway.core, rid, Verb.APPROVE, on_slack("U0ALICE"))
+    assert isinstance(decided, Answered) and decided.request.status == "approved"
 
 
 async def test_anyone_in_the_channel_when_no_list(
     gateway: RunningGateway, request_factory: RequestFactory
 ) -> None:
-    slack = {"slack": {"channel_or_user_id": "C1"}}
-    rid = (await request_factory(gateway, "open", channel=slack)).rid
-    decided = await decide_by_rid(
-        gateway.core, rid, slack_click("U0ANY"), channel="slack", actor_id="U0ANY"
-    )
-    assert decided.status == "approved"
+    rid = (await request_factory(gateway, "open", channel=SLACK_C1)).rid
+    decided = await answer(gateway.core, rid, Verb.APPROVE, on_slack("U0ANY"))
+    assert isinstance(decided, Answered) and decided.request.user_info == {
+        "channel": "slack",
+        "user_id": "U0ANY",
+        "name": "U0ANY",
+    }
 
 
-async def test_late_click_is_told_who_decided(
+async def test_late_answers_are_told_who_decided_in_the_same_words_everywhere(
     gateway: RunningGateway, request_factory: RequestFactory
 ) -> None:
-    slack = {"slack": {"channel_or_user_id": "C1"}}
-    rid = (await request_factory(gateway, "late", channel=slack)).rid
-    await decide_by_rid(
-        gateway.core, rid, slack_click("U0ALICE"), channel="slack", actor_id="U0ALICE"
-    )
-    with pytest.raises(Conflict, match="already approved by U0ALICE in Slack at"):
-        await decide_by_rid(
-            gateway.core, rid, slack_click("U0BOB"), channel="slack", actor_id="U0BOB"
-        )
-    with pytest.raises(NotFound):
-        await decide_by_rid(
-            gateway.core, "no-such-rid", slack_click("U0BOB"), channel="slack", actor_id="U0BOB"
-        )
+    rid = (await request_factory(gateway, "late", channel=SLACK_C1)).rid
+    await answer(gateway.core, rid, Verb.APPROVE, on_slack("U0ALICE"))
+    late_slack = await answer(gateway.core, rid, Verb.APPROVE, on_slack("U0BOB"))
+    late_discord = await answer(gateway.core, rid, Verb.REPLY, on_discord("42"), text="no")
+    assert isinstance(late_slack, Refused) and isinstance(late_discord, Refused)
+    assert late_slack == late_discord  # the same refusal, word for word
+    assert late_slack.why == Refusal.DECIDED
+    assert "already approved by U0ALICE in Slack at" in late_slack.message
+    gone = await answer(gateway.core, "no-such-rid", Verb.APPROVE, on_slack("U0BOB"))
+    assert gone == Refused(Refusal.GONE, "this request no longer exists")
+
+
+@pytest.mark.parametrize(
+    ("verb", "text", "choice", "status", "comment"),
+    [
+        (Verb.REJECT, "not today", None, "rejected", "not today"),
+        (Verb.REJECT, None, None, "rejected", "Rejected in Slack by U0ALICE"),
+        (Verb.OPTION, None, 0, "rejected", "marked as spam"),
+        (Verb.OPTION, "my own words", "spam", "rejected", "my own words"),
+        (Verb.REPLY, "LGTM 👍", None, "approved", None),
+        (Verb.REPLY, "yes, but not on Friday", None, "rejected", "yes, but not on Friday"),
+    ],
+)
+async def test_each_verb_decides_by_the_core_rules(
+    gateway: RunningGateway,
+    request_factory: RequestFactory,
+    verb: Verb,
+    text: str | None,
+    choice: int | str | None,
+    status: str,
+    comment: str | None,
+) -> None:
+    spam = [{"name": "spam", "prompt_fill": "marked as spam"}]
+    made = await request_factory(gateway, channel=SLACK_C1, reject_options=spam)
+    done = await answer(gateway.core, made.rid, verb, on_slack("U0ALICE"), text=text, choice=choice)
+    assert isinstance(done, Answered)
+    assert (done.request.status, done.request.comment) == (status, comment)
+    assert describe(done.request).startswith(f"{status.capitalize()} by U0ALICE in Slack at ")
+
+
+async def test_wrong_verbs_unknown_options_and_missing_answers_are_refused(
+    gateway: RunningGateway, request_factory: RequestFactory
+) -> None:
+    call = await request_factory(gateway, channel=SLACK_C1)
+    question = await request_factory(gateway, contact=True, channel=SLACK_C1)
+    who = on_slack("U0ALICE")
+    cases = [
+        (call.rid, Verb.ANSWER, {"text": "eu"}, Refusal.WRONG_VERB),
+        (question.rid, Verb.APPROVE, {}, Refusal.WRONG_VERB),
+        (call.rid, Verb.OPTION, {"choice": 3}, Refusal.UNKNOWN_OPTION),
+        (call.rid, Verb.OPTION, {"choice": "later"}, Refusal.UNKNOWN_OPTION),
+        (question.rid, Verb.ANSWER, {"text": "  "}, Refusal.MISSING_TEXT),
+    ]
+    for rid, verb, details, why in cases:
+        refused = await answer(gateway.core, rid, verb, who, **details)
+        assert isinstance(refused, Refused) and refused.why == why, (verb, details, refused)
+    for made in (call, question):
+        trail = await events(gateway, made.call_id)
+        assert "decided" not in [e["type"] for e in trail["events"]]

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from channels.base import Channel
 from channels.registry import REGISTRY
 from gateway.errors import DeliveryError
 from gateway.routing import Target
+from gateway.seam import Channel
 from gateway.views import RequestView, Sent
 from tests.factories import RequestFactory
 from tests.helpers import events, eventually, outbox_idle

@@ -17,6 +17,7 @@ from gateway.store import Database
 from gateway.store import requests as request_store
 from gateway.store.engine import LISTENER_NAME
 from gateway.store.rows import Request
+from gateway.verbs import Decision
 from tests.factories import RequestFactory
 from tests.helpers import eventually
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings
@@ -98,7 +99,7 @@ async def test_decision_by_another_process_reaches_the_waiter(
                 offset=0,
             )
             info = {"channel": "cli", "name": "ops"}
-            await decisions.decide(other, rows[0], decisions.Decision(Event.APPROVE, info))
+            await decisions.decide(other, rows[0], Decision(Event.APPROVE, info))
             answer = (await waiter).json()
         assert answer["status"]["user_info"] == info
     finally:
@@ -141,7 +142,7 @@ async def test_decision_just_before_the_waiter_registers_is_seen(
             reads += 1
             if reads == 1:  # the handler's first read saw "pending"; now a person decides
                 info = {"channel": "cli", "name": "ops"}
-                await decisions.decide(gateway.core, row, decisions.Decision(Event.APPROVE, info))
+                await decisions.decide(gateway.core, row, Decision(Event.APPROVE, info))
             return row
 
         async with gateway.client() as client:

@@ -9,9 +9,10 @@ from typing import Any
 import discord
 import yarl
 
-from channels.discord.interactions import BUTTON_TEMPLATE, Interactions
-from channels.discord.render import ButtonSpec, custom_id
+from channels.discord.interactions import Interactions
+from channels.discord.render import ButtonSpec
 from channels.discord.settings import DiscordSettings
+from gateway.callback_ids import BUTTON_PATTERN, CallbackId, Verb, encode
 from gateway.supervisor import Link
 
 # discord.py warns about these at every login; the gateway uses no voice and no guild cache.
@@ -29,12 +30,12 @@ for _name in ("discord.client", "discord.state"):
 MAX_RATELIMIT_WAIT_SECONDS = 30.0
 
 
-class RequestButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=BUTTON_TEMPLATE):
+class RequestButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=BUTTON_PATTERN):
     """Any of the gateway's buttons, rebuilt from its custom id on every click."""
 
-    def __init__(self, verb: str, rid: str, index: int | None = None) -> None:
-        super().__init__(discord.ui.Button(custom_id=custom_id(verb, rid, index)))
-        self.verb, self.rid, self.index = verb, rid, index
+    def __init__(self, click: CallbackId) -> None:
+        super().__init__(discord.ui.Button(custom_id=encode(click.verb, click.rid, click.index)))
+        self.click = click
 
     @classmethod
     async def from_custom_id(
@@ -45,12 +46,12 @@ class RequestButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=BUT
         /,
     ) -> RequestButton:
         index = match["index"]
-        return cls(match["verb"], match["rid"], int(index) if index else None)
+        return cls(CallbackId(Verb(match["verb"]), match["rid"], int(index) if index else None))
 
     async def callback(self, interaction: discord.Interaction[Any]) -> None:
         client = interaction.client
         if isinstance(client, GatewayBot) and client.interactions is not None:
-            await client.interactions.clicked(interaction, self.verb, self.rid, self.index)
+            await client.interactions.clicked(interaction, self.click)
 
 
 class GatewayBot(discord.Client):

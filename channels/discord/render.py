@@ -17,7 +17,10 @@ from typing import Any, Literal
 
 import discord
 
+from gateway.answers import describe
+from gateway.callback_ids import Verb, encode
 from gateway.lifecycle import Kind, Status
+from gateway.responders import Responder, plain_who
 from gateway.views import RequestView
 from gateway.vocabulary import AnsweredIn
 
@@ -51,10 +54,6 @@ def truncate(text: str, limit: int, link: str | None) -> str:
         return text
     suffix = f"… [see the full request]({link})" if link else "… (truncated)"
     return text[: limit - len(suffix)] + suffix
-
-
-def custom_id(verb: str, rid: str, index: int | None = None) -> str:
-    return f"gw:{verb}:{rid}" if index is None else f"gw:{verb}:{index}:{rid}"
 
 
 def _value(value: Any, link: str | None) -> str:
@@ -103,7 +102,7 @@ def _option_buttons(request: RequestView, key: str, style: Style) -> list[Button
         ButtonSpec(
             (option.get("title") or option["name"])[:80],
             style,
-            custom_id("option", request.rid, index),
+            encode(Verb.OPTION, request.rid, index),
         )
         for index, option in enumerate(options)
     ]
@@ -114,8 +113,8 @@ def approval(request: RequestView) -> tuple[discord.Embed, list[ButtonSpec]]:
     embed = _base(request, f"Agent {run_id} wants to call {fn}")
     _fields(embed, request.spec.get("kwargs") or {}, request.link)
     buttons = [
-        ButtonSpec("Approve", "success", custom_id("approve", request.rid)),
-        ButtonSpec("Reject", "danger", custom_id("reject", request.rid)),
+        ButtonSpec("Approve", "success", encode(Verb.APPROVE, request.rid)),
+        ButtonSpec("Reject", "danger", encode(Verb.REJECT, request.rid)),
         *_option_buttons(request, "reject_options", "danger"),
     ]
     return embed, buttons[:MAX_BUTTONS]
@@ -126,32 +125,30 @@ def question(request: RequestView) -> tuple[discord.Embed, list[ButtonSpec]]:
     msg = escape(str(request.spec.get("msg", "")))
     embed.description = truncate(msg, DESCRIPTION_LIMIT, request.link)
     buttons = [
-        ButtonSpec("Answer", "primary", custom_id("answer", request.rid)),
+        ButtonSpec("Answer", "primary", encode(Verb.ANSWER, request.rid)),
         *_option_buttons(request, "response_options", "secondary"),
     ]
     return embed, buttons[:MAX_BUTTONS]
 
 
-def _who(user_info: dict[str, Any] | None) -> str:
-    info = user_info or {}
-    if info.get("channel") == AnsweredIn.DISCORD and str(info.get("user_id") or "").isdigit():
-        return f"<@{info['user_id']}>"  # shown as a name; allowed_mentions none pings nobody
-    return escape(str(info.get("name") or info.get("email") or info.get("user_id") or "someone"))
+def who(responder: Responder) -> str:
+    """A Discord user as a mention (shown as a name; allowed_mentions none pings nobody)."""
+    if responder.via == AnsweredIn.DISCORD and responder.id.isdigit():
+        return f"<@{responder.id}>"
+    return escape(plain_who(responder))
+
+
+_EMOJI = {Status.APPROVED: "✅", Status.REJECTED: "❌", Status.RESPONDED: "💬"}
 
 
 def outcome(request: RequestView) -> str:
-    by, when = _who(request.user_info), _when(request.responded_at)
-    if request.status == Status.APPROVED:
-        return f"✅ Approved by {by}{when}"
-    if request.status == Status.REJECTED:
-        return f"❌ Rejected by {by}{when}: {escape(request.comment or '')}"
-    if request.status == Status.RESPONDED:
-        return f"💬 Answered by {by}{when}: {escape(request.response or '')}"
-    return f"⌛ This request is {escape(request.status)}; it can no longer be answered"
+    """The core's outcome sentence, with Discord's mentions and timestamps and an emoji."""
+    sentence = describe(request, who=who, when=_when, text=escape)
+    return f"{_EMOJI.get(request.status, '⌛')} {sentence}"
 
 
-def _when(moment: datetime | None) -> str:
-    return "" if moment is None else f" <t:{int(moment.timestamp())}:f>"
+def _when(moment: datetime) -> str:
+    return f"<t:{int(moment.timestamp())}:f>"
 
 
 def decided(request: RequestView) -> discord.Embed:

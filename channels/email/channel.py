@@ -68,7 +68,7 @@ class EmailChannel:
         self._key = core.box.subkey(KEY_PURPOSE)
         self.inbox = Inbox(core, self.settings, self._key, self._send)
         if self.settings.imap_host:
-            self.watcher = Watcher(self.settings, core.db, self.inbox.receive)
+            self.watcher = Watcher(self.settings, core, self.inbox.receive)
             self.connection = supervise(core, "imap", self.watcher.session)
         app.add_api_route(
             "/email/inbound",

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -21,21 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 from channels.email import compose, reading, tokens
 from channels.email.settings import EmailSettings
-from gateway.decisions import (
-    Decision,
-    allowed_responders,
-    already_decided,
-    decide,
-    function_call_decision,
-    human_contact_decision,
-)
-from gateway.errors import Conflict, InvalidInput
-from gateway.lifecycle import Event, Kind, Status
-from gateway.models import FunctionCallStatusIn, HumanContactStatusIn
-from gateway.store import as_utc
-from gateway.store import email as email_store
-from gateway.store import requests as request_store
-from gateway.store.rows import Request
+from gateway import mail_log, reader
+from gateway.answers import Refusal, Refused, answer, options
+from gateway.callback_ids import Verb
+from gateway.decisions import allowed_responders
+from gateway.lifecycle import Status
+from gateway.responders import Responder, already_decided
+from gateway.store.values import as_utc
+from gateway.views import RequestView
 from gateway.vocabulary import AnsweredIn, ChannelName
 
 if TYPE_CHECKING:
@@ -80,13 +72,11 @@ class Inbox:
         """Handle one raw message; returns once any decision it made has committed."""
         message = parse(raw)
         key = message_key(message, raw)
-        earlier = await self.core.db.read(email_store.seen, key)
+        earlier = await mail_log.handled(self.core, key)
         if earlier is not None:
             return Outcome("duplicate", f"already handled: {earlier}")
         outcome = await self._handle(message, key)
-        await self.core.db.write(
-            email_store.mark_handled, key, outcome.rid, outcome.result, outcome.reason
-        )
+        await mail_log.record(self.core, key, outcome.rid, outcome.result, outcome.reason)
         log.info("email %s: %s (%s)", key, outcome.result, outcome.reason)
         return outcome
 
@@ -105,50 +95,58 @@ class Inbox:
             message, self.settings.email_trusted_authserv_id or ""
         ):
             return Outcome("ignored", f"no dmarc=pass for {sender} from a trusted server", rid)
-        row = await self.core.db.read(request_store.get_by_rid, rid)
-        if row is None:
+        request = await reader.view(self.core, rid)
+        if request is None:
             return Outcome("ignored", "the request no longer exists", rid)
-        return await self._answer(message, key, row, sender)
+        return await self._answer(message, key, request, sender)
 
-    async def _answer(self, message: EmailMessage, key: str, row: Request, sender: str) -> Outcome:
-        responder = _responder(row, sender)
-        if responder is None:
+    async def _answer(
+        self, message: EmailMessage, key: str, request: RequestView, sender: str
+    ) -> Outcome:
+        address = _recipient(request, sender)
+        if address is None:  # a reply address is for the people the request went to
             why = f"{sender} is not one of the people this request was sent to"
-            return await self._refuse(message, row, sender, why)
-        if row.status != Status.PENDING:
-            return await self._late(message, key, row, sender)
+            return await self._refuse(message, request, sender, why)
+        if request.status != Status.PENDING:
+            return await self._late(message, key, request, sender)
         text = reading.reply_text(message)
-        intent = reading.read_intent(text, kind=Kind(row.kind), options=_options(row))
-        who = {
-            "channel": AnsweredIn.EMAIL,
-            "email": responder,
-            "name": _display_name(message, sender),
-            "message_id": key,  # so a second copy of this message knows it already decided
-        }
-        try:
-            decision = _decision(row, intent, who)
-        except InvalidInput as error:
-            return await self._refuse(message, row, sender, f"{error}. {HOW_TO_ANSWER}")
-        if decision is None:
+        intent = reading.read_intent(text, kind=request.kind, options=options(request))
+        if intent.verdict == "unreadable":
+            why = f"I could not read an answer. {HOW_TO_ANSWER}"
+            return await self._refuse(message, request, sender, why)
+        who = Responder(
+            AnsweredIn.EMAIL,
+            address,
+            _display_name(message, sender),
+            email=address,
+            extra={"message_id": key},  # so a second copy of this message knows it decided
+        )
+        verb = _VERBS[intent.verdict]
+        choice = intent.option_name
+        outcome = await answer(
+            self.core, request.rid, verb, who, text=intent.comment, choice=choice
+        )
+        if isinstance(outcome, Refused):
+            if outcome.why == Refusal.DECIDED:
+                return await self._late(message, key, await self._reload(request), sender)
             return await self._refuse(
-                message, row, sender, f"I could not read an answer. {HOW_TO_ANSWER}"
+                message, request, sender, f"{outcome.message}. {HOW_TO_ANSWER}"
             )
-        try:
-            decided = await decide(self.core, row, decision)
-        except Conflict:
-            return await self._late(message, key, await self._reload(row), sender)
-        await self._tell(message, sender, row.rid, _recorded(decided, intent))
-        return Outcome("decided", decided.status, row.rid)
+        await self._tell(message, sender, request.rid, _recorded(outcome.request, intent))
+        return Outcome("decided", outcome.request.status, request.rid)
 
-    async def _late(self, message: EmailMessage, key: str, row: Request, sender: str) -> Outcome:
-        info = json.loads(row.user_info_json or "{}")
-        if info.get("message_id") == key:  # this very message decided it (another copy won)
-            return Outcome("duplicate", "this message already decided the request", row.rid)
-        return await self._refuse(message, row, sender, already_decided(row))
+    async def _late(
+        self, message: EmailMessage, key: str, request: RequestView, sender: str
+    ) -> Outcome:
+        if (request.user_info or {}).get("message_id") == key:  # this very message decided it
+            return Outcome("duplicate", "this message already decided the request", request.rid)
+        return await self._refuse(message, request, sender, already_decided(request))
 
-    async def _refuse(self, message: EmailMessage, row: Request, sender: str, why: str) -> Outcome:
-        await self._tell(message, sender, row.rid, f"Nothing was changed: {why}")
-        return Outcome("refused", why, row.rid)
+    async def _refuse(
+        self, message: EmailMessage, request: RequestView, sender: str, why: str
+    ) -> Outcome:
+        await self._tell(message, sender, request.rid, f"Nothing was changed: {why}")
+        return Outcome("refused", why, request.rid)
 
     async def _tell(self, original: EmailMessage, to: str, rid: str, text: str) -> None:
         """One threaded answer, sent in the background: the decision is stored already, and
@@ -169,45 +167,28 @@ class Inbox:
         while self._answers:
             await asyncio.gather(*self._answers, return_exceptions=True)
 
-    async def _reload(self, row: Request) -> Request:
-        current = await self.core.db.read(request_store.get_by_rid, row.rid)
-        return current or row
+    async def _reload(self, request: RequestView) -> RequestView:
+        return await reader.view(self.core, request.rid) or request
 
 
-def _responder(row: Request, sender: str) -> str | None:
+def _recipient(request: RequestView, sender: str) -> str | None:
     """The request's recipient this sender is (addresses compare without case)."""
-    allowed = allowed_responders(row, ChannelName.EMAIL) or set()
+    allowed = allowed_responders(request.route, ChannelName.EMAIL) or set()
     return next((a for a in allowed if a.lower() == sender), None)
 
 
-def _options(row: Request) -> list[dict[str, Any]]:
-    key = "reject_options" if row.kind == Kind.FUNCTION_CALL else "response_options"
-    options: list[dict[str, Any]] = json.loads(row.spec_json).get(key) or []
-    return options
+_VERBS = {
+    "approve": Verb.APPROVE,
+    "reject": Verb.REJECT,
+    "option": Verb.OPTION,
+    "response": Verb.ANSWER,
+}
 
 
 def _display_name(message: EmailMessage, fallback: str) -> str:
     addresses: tuple[Any, ...] = getattr(message.get("From"), "addresses", ())
     name = addresses[0].display_name if len(addresses) == 1 else ""
     return str(name or fallback)
-
-
-def _decision(row: Request, intent: reading.Intent, who: dict[str, Any]) -> Decision | None:
-    """The core's rules, as for the API; None when the reply says nothing we can use."""
-    if intent.verdict == "unreadable":
-        return None
-    if row.kind == Kind.HUMAN_CONTACT:
-        # An option's comment is optional (its prompt_fill answers); free text is the answer.
-        answer = HumanContactStatusIn(
-            response=intent.comment, response_option_name=intent.option_name
-        )
-        return human_contact_decision(row, answer, who)
-    if intent.verdict == "approve":
-        return Decision(Event.APPROVE, who, comment=intent.comment)
-    body = FunctionCallStatusIn(
-        approved=False, comment=intent.comment, reject_option_name=intent.option_name
-    )
-    return function_call_decision(row, body, who)
 
 
 def _read_as(intent: reading.Intent) -> str:
@@ -219,7 +200,7 @@ def _read_as(intent: reading.Intent) -> str:
     return ""
 
 
-def _recorded(row: Request, intent: reading.Intent) -> str:
+def _recorded(row: RequestView, intent: reading.Intent) -> str:
     when = as_utc(row.responded_at).strftime("%Y-%m-%d %H:%M UTC") if row.responded_at else "now"
     what: dict[str, str] = {
         Status.APPROVED: "approved",

@@ -10,6 +10,7 @@ import html
 import json
 import re
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import ClientError
@@ -18,24 +19,16 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from channels.slack.render import escape
-from gateway.decisions import (
-    Decision,
-    decide_by_rid,
-    function_call_decision,
-    human_contact_decision,
-)
-from gateway.errors import Conflict, NotAllowed, NotFound
-from gateway.lifecycle import Event, Kind
-from gateway.models import FunctionCallStatusIn, HumanContactStatusIn
-from gateway.replies import Reading, read_reply
-from gateway.store import requests as request_store
-from gateway.store.rows import Request
-from gateway.vocabulary import AnsweredIn, ChannelName
+from gateway.answers import Answered, Refused, answer, answerable, option
+from gateway.callback_ids import BUTTON_PATTERN, CallbackId, Verb, decode
+from gateway.lifecycle import Kind
+from gateway.reader import find_by_slack_message
+from gateway.responders import Responder
+from gateway.vocabulary import AnsweredIn
 
 if TYPE_CHECKING:  # the composition root hands the core over
     from gateway.core import Core
 
-_OPTION_PATTERN = re.compile(r"^gw_option_\d+$")
 _MENTION = re.compile(r"<[@#!][^>]*>")  # "<@U123> approved": the mention is no part of it
 
 REJECT_MODAL = "gw_reject_modal"
@@ -43,18 +36,21 @@ REASON_BLOCK = "gw_reason"
 REASON_INPUT = "reason"
 
 
-def user_info(body: dict[str, Any]) -> dict[str, Any]:
+def responder(user: dict[str, Any], team_id: str | None) -> Responder:
+    """Who clicked or replied, as Slack names them (users.info adds the real name later)."""
+    user_id = str(user.get("id") or "")
+    name = str(user.get("username") or user.get("name") or user_id)
+    return Responder(AnsweredIn.SLACK, user_id, name, extra={"team_id": team_id} if team_id else {})
+
+
+def _team(body: dict[str, Any]) -> str | None:
     user = body.get("user") or {}
-    return {
-        "channel": AnsweredIn.SLACK,
-        "user_id": user.get("id"),
-        "name": user.get("username") or user.get("name") or user.get("id"),
-        "team_id": (body.get("team") or {}).get("id") or user.get("team_id"),
-    }
+    team = (body.get("team") or {}).get("id") or user.get("team_id")
+    return str(team) if team else None
 
 
 def reason_modal(
-    rid: str, *, title: str, prefill: str | None, option: str | None
+    rid: str, *, title: str, prefill: str | None, option: int | str | None
 ) -> dict[str, Any]:
     element: dict[str, Any] = {
         "type": "plain_text_input",
@@ -86,89 +82,93 @@ def reason_modal(
 class SlackListeners:
     def __init__(self, core: Core) -> None:
         self.core = core
-        self._people: dict[str, dict[str, Any]] = {}
+        self._people: dict[str, tuple[str | None, str | None]] = {}
 
-    async def _person(self, client: AsyncWebClient, info: dict[str, Any]) -> dict[str, Any]:
-        """Add the person's real name and email (users.info, cached) to who decided.
+    async def _person(self, client: AsyncWebClient, who: Responder) -> Responder:
+        """Add the person's real name and email (users.info, cached).
 
-        Best effort: without the users:read.email scope, or if Slack is slow, the decision
+        Best effort: without the users:read.email scope, or if Slack is slow, the answer
         still goes through with the id and username."""
-        user_id = str(info.get("user_id") or "")
-        if user_id and user_id not in self._people:
+        if who.id and who.id not in self._people:
             try:
                 async with asyncio.timeout(2):
-                    user = (await client.users_info(user=user_id))["user"]
+                    user = (await client.users_info(user=who.id))["user"]
             except (SlackApiError, ClientError, TimeoutError, KeyError):
-                return info
+                return who
             profile = user.get("profile") or {}
-            self._people[user_id] = {
-                "name": user.get("real_name") or profile.get("real_name") or info.get("name"),
-                "email": profile.get("email"),
-            }
-        known = {k: v for k, v in self._people.get(user_id, {}).items() if v}
-        return info | known
+            name = user.get("real_name") or profile.get("real_name")
+            self._people[who.id] = (name, profile.get("email"))
+        name, email = self._people.get(who.id, (None, None))
+        return replace(who, name=name or who.name, email=email or who.email)
 
-    async def _decide(
+    async def _answer(
         self,
-        body: dict[str, Any],
         rid: str,
-        decision: Decision,
+        verb: Verb,
+        who: Responder,
         tell: Callable[[str], Awaitable[Any]],
-    ) -> None:
-        actor = str((body.get("user") or {}).get("id") or "")
-        try:
-            await decide_by_rid(self.core, rid, decision, channel=ChannelName.SLACK, actor_id=actor)
-        except (NotAllowed, Conflict, NotFound) as refusal:
-            await tell(str(refusal))
+        **details: Any,
+    ) -> Answered | None:
+        """Answer through the core; a refusal is told to the person, privately."""
+        outcome = await answer(self.core, rid, verb, who, **details)
+        if isinstance(outcome, Refused):
+            await tell(outcome.message)
+            return None
+        return outcome
 
-    async def _row(self, rid: str) -> Request | None:
-        return await self.core.db.read(request_store.get_by_rid, rid)
-
-    async def approve(
-        self, ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient
-    ) -> None:
-        await ack()
-        rid = body["actions"][0]["value"]
-        who = await self._person(client, user_info(body))
-        await self._decide(body, rid, Decision(Event.APPROVE, who), _ephemeral(respond))
-
-    async def reject(self, ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient) -> None:
-        await ack()
-        rid = body["actions"][0]["value"]
-        view = reason_modal(rid, title="Reject", prefill=None, option=None)
-        await client.views_open(trigger_id=body["trigger_id"], view=view)  # within 3 s
-
-    async def option(
+    async def clicked(
         self, ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient
     ) -> None:
         await ack()
         action = body["actions"][0]
-        rid, index = action["value"], int(action["action_id"].removeprefix("gw_option_"))
-        row = await self._row(rid)
-        key = "reject_options" if row and row.kind == Kind.FUNCTION_CALL else "response_options"
-        options = json.loads(row.spec_json).get(key) or [] if row else []
-        if row is None or index >= len(options):
-            await _ephemeral(respond)("this option no longer exists")
+        click = decode(str(action.get("value") or "")) or _legacy(action)
+        if click is None:
+            return  # a button that is not ours
+        who = responder(body.get("user") or {}, _team(body))
+        if click.verb == Verb.REJECT:
+            await self._open(client, body, click.rid, title="Reject", prefill=None, choice=None)
             return
-        option = options[index]
-        if row.kind == Kind.FUNCTION_CALL and option.get("interactive"):
-            view = reason_modal(
-                rid,
-                title=option.get("title") or option["name"],
-                prefill=option.get("prompt_fill"),
-                option=option["name"],
-            )
-            await client.views_open(trigger_id=body["trigger_id"], view=view)
-            return
-        who = await self._person(client, user_info(body))
-        # The core's rules, as for the API: the option's prompt_fill is the comment or answer.
-        if row.kind == Kind.HUMAN_CONTACT:
-            answer = HumanContactStatusIn(response_option_name=option["name"])
-            decision = human_contact_decision(row, answer, who)
-        else:
-            rejection = FunctionCallStatusIn(approved=False, reject_option_name=option["name"])
-            decision = function_call_decision(row, rejection, who)
-        await self._decide(body, rid, decision, _ephemeral(respond))
+        if click.verb == Verb.OPTION:
+            found = await answerable(self.core, click.rid, who)
+            chosen = option(found[0], click.index) if not isinstance(found, Refused) else None
+            if chosen is not None and chosen.get("interactive"):
+                title = chosen.get("title") or chosen["name"]
+                prefill = chosen.get("prompt_fill")
+                await self._open(
+                    client, body, click.rid, title=title, prefill=prefill, choice=click.index
+                )
+                return
+        who = await self._person(client, who)
+        await self._answer(click.rid, click.verb, who, _ephemeral(respond), choice=click.index)
+
+    async def _interactive(
+        self, client: AsyncWebClient, body: dict[str, Any], click: CallbackId, who: Responder
+    ) -> bool:
+        """An interactive option opens its form, prefilled; True when it did."""
+        found = await answerable(self.core, click.rid, who)
+        if isinstance(found, Refused):
+            return False  # the answer path says why
+        row, _project = found
+        chosen = option(row, click.index)
+        if chosen is None or row.kind != Kind.FUNCTION_CALL or not chosen.get("interactive"):
+            return False
+        title, prefill = chosen.get("title") or chosen["name"], chosen.get("prompt_fill")
+        await self._open(client, body, click.rid, title=title, prefill=prefill, choice=click.index)
+        return True
+
+    async def _open(
+        self,
+        client: AsyncWebClient,
+        body: dict[str, Any],
+        rid: str,
+        *,
+        title: str,
+        prefill: str | None,
+        choice: int | None,
+    ) -> None:
+        """The reason form (within 3 s of the click: Slack's trigger_id expires)."""
+        view = reason_modal(rid, title=title, prefill=prefill, option=choice)
+        await client.views_open(trigger_id=body["trigger_id"], view=view)
 
     async def reason_submitted(
         self, ack: AsyncAck, body: dict[str, Any], view: dict[str, Any], client: AsyncWebClient
@@ -179,29 +179,18 @@ class SlackListeners:
             return
         await ack()
         meta = json.loads(view["private_metadata"])
-        decision = Decision(
-            Event.REJECT,
-            await self._person(client, user_info(body)),
-            comment=reason.strip(),
-            option_name=meta.get("option"),
-        )
-        user = str((body.get("user") or {}).get("id") or "")
+        user = body.get("user") or {}
+        who = await self._person(client, responder(user, _team(body)))
 
         async def tell(text: str) -> None:  # a modal has no response_url: DM the person
-            await client.chat_postMessage(channel=user, text=text)
+            await client.chat_postMessage(channel=who.id, text=text)
 
-        await self._decide(body, meta["rid"], decision, tell)
+        verb = Verb.REJECT if meta.get("option") is None else Verb.OPTION
+        await self._answer(meta["rid"], verb, who, tell, text=reason, choice=meta.get("option"))
 
-    async def _thread_request(self, channel: str, thread_ts: str) -> Request | None:
+    async def _thread_request(self, channel: str, thread_ts: str) -> str | None:
         """The request whose Slack message starts this thread, in this channel."""
-        rows, deliveries = await self.core.db.read(request_store.thread_candidates, thread_ts)
-        ours = {
-            d.rid
-            for d in deliveries
-            if d.channel == ChannelName.SLACK
-            and json.loads(d.ref_json or "{}").get("channel") == channel
-        }
-        return next((row for row in rows if row.rid in ours), None)
+        return await find_by_slack_message(self.core, channel, thread_ts)
 
     async def thread_reply(
         self, event: dict[str, Any], client: AsyncWebClient, request: AsyncBoltRequest
@@ -214,55 +203,49 @@ class SlackListeners:
             or thread_ts == event.get("ts")
         ):
             return  # not a person's reply inside a thread
-        row = await self._thread_request(channel, str(thread_ts))
-        if row is None:
+        rid = await self._thread_request(channel, str(thread_ts))
+        if rid is None:
             return  # a thread that is not one of ours
         text, user = str(event.get("text") or "").strip(), str(event.get("user") or "")
-        info = await self._person(
-            client,
-            {
-                "channel": AnsweredIn.SLACK,
-                "user_id": user,
-                "name": user,
-                "team_id": event.get("team"),
-            },
-        )
-        # The core's rules: a rejection without text still gets a comment.
-        reading: Reading | None = None
-        if row.kind == Kind.HUMAN_CONTACT:
-            decision = human_contact_decision(row, HumanContactStatusIn(response=text), info)
-        else:
-            reading = read_reply(html.unescape(_MENTION.sub("", text)))  # Slack escapes &<>
-            reply = FunctionCallStatusIn(approved=reading.approved, comment=text or None)
-            decision = function_call_decision(row, reply, info)
+        team = str(event.get("team")) if event.get("team") else None
+        who = await self._person(client, responder({"id": user}, team))
         # Slack redelivers an event it thinks we missed; the first copy may have decided.
         # Socket Mode stamps every event with retry_attempt 0: only a count above 0 is a retry.
         retried = int((request.headers.get("x-slack-retry-num") or ["0"])[0]) > 0
 
-        async def tell(text: str) -> None:
+        async def tell(note: str) -> None:
             if not retried:
                 await client.chat_postEphemeral(
-                    channel=channel, user=user, text=text, thread_ts=thread_ts
+                    channel=channel, user=user, text=note, thread_ts=thread_ts
                 )
 
-        try:
-            await decide_by_rid(
-                self.core, row.rid, decision, channel=ChannelName.SLACK, actor_id=user
-            )
-        except (NotAllowed, Conflict, NotFound) as refusal:
-            await tell(str(refusal))
-            return
+        readable = html.unescape(_MENTION.sub("", text))  # Slack escapes &<> in what it sends
+        answered = await self._answer(rid, Verb.REPLY, who, tell, text=readable)
         # Say how it was read, so who meant otherwise learns it now; a courtesy: it may fail.
-        if reading is not None and text:
+        if answered is not None and answered.reading is not None and text:
             with contextlib.suppress(SlackApiError, ClientError):
-                await tell(escape(reading.sentence))
+                await tell(escape(answered.reading.sentence))
 
     def register(self, app: AsyncApp) -> None:
         app.event("message")(self.thread_reply)
-        app.action("gw_approve")(self.approve)
-        app.action("gw_reject")(self.reject)
-        app.action(_OPTION_PATTERN)(self.option)
+        app.action(re.compile(f"^{BUTTON_PATTERN}$"))(self.clicked)
+        app.action(_LEGACY_ACTION)(self.clicked)
         app.view(REJECT_MODAL)(self.reason_submitted)
+
+
+# Buttons posted before the shared callback ids: action_id gw_approve/gw_reject/gw_option_N,
+# value the rid. Pending messages still carry them.
+_LEGACY_ACTION = re.compile(r"^gw_(approve|reject|option_\d+)$")
+
+
+def _legacy(action: dict[str, Any]) -> CallbackId | None:
+    match = _LEGACY_ACTION.match(str(action.get("action_id") or ""))
+    if match is None:
+        return None
+    kind, rid = match.group(1), str(action.get("value") or "")
+    if kind.startswith("option_"):
+        return CallbackId(Verb.OPTION, rid, int(kind.removeprefix("option_")))
+    return CallbackId(Verb(kind), rid)
 
 
 def _ephemeral(respond: AsyncRespond) -> Callable[[str], Awaitable[Any]]:

@@ -12,7 +12,10 @@ import re
 from datetime import datetime
 from typing import Any
 
+from gateway.answers import describe
+from gateway.callback_ids import Verb, encode
 from gateway.lifecycle import Kind, Status
+from gateway.responders import Responder, plain_who
 from gateway.views import RequestView
 from gateway.vocabulary import AnsweredIn
 
@@ -48,11 +51,12 @@ def _section(text: str) -> Block:
     return {"type": "section", "text": _mrkdwn(text)}
 
 
-def _button(text: str, action_id: str, value: str, style: str | None = None) -> Block:
+def _button(text: str, callback: str, style: str | None = None) -> Block:
+    """`callback` (the shared callback id) is both the action_id and the value."""
     button: Block = {
         "type": "button",
-        "action_id": action_id,
-        "value": value,
+        "action_id": callback,
+        "value": callback,
         "text": {"type": "plain_text", "text": text[:75], "emoji": True},
     }
     if style:
@@ -88,7 +92,9 @@ def _context(request: RequestView, responders: list[str] | None) -> Block:
 def _option_buttons(request: RequestView, key: str, style: str | None) -> list[Block]:
     options = request.spec.get(key) or []
     return [
-        _button(option.get("title") or option["name"], f"gw_option_{index}", request.rid, style)
+        _button(
+            option.get("title") or option["name"], encode(Verb.OPTION, request.rid, index), style
+        )
         for index, option in enumerate(options)
     ]
 
@@ -98,8 +104,8 @@ def approval_message(request: RequestView, responders: list[str] | None = None) 
     run_id, fn = escape(request.run_id), escape(str(request.spec.get("fn", "")))
     headline = f"Agent *{run_id}* wants to call `{fn}`"
     buttons = [
-        _button("Approve", "gw_approve", request.rid, "primary"),
-        _button("Reject", "gw_reject", request.rid, "danger"),
+        _button("Approve", encode(Verb.APPROVE, request.rid), "primary"),
+        _button("Reject", encode(Verb.REJECT, request.rid), "danger"),
         *_option_buttons(request, "reject_options", "danger"),
     ]
     blocks = [
@@ -127,35 +133,29 @@ def contact_message(request: RequestView, responders: list[str] | None = None) -
     return {"text": f"Agent {run_id} asks: {question[:150]}", "blocks": blocks}
 
 
-def who(user_info: dict[str, Any] | None) -> str:
-    info = user_info or {}
-    if info.get("channel") == AnsweredIn.SLACK and info.get("user_id"):
-        return mention(str(info["user_id"]))
-    return escape(str(info.get("name") or info.get("email") or info.get("user_id") or "someone"))
+def who(responder: Responder) -> str:
+    """A person as Slack shows them: a mention for a Slack user, else their name."""
+    if responder.via == AnsweredIn.SLACK and responder.id:
+        return mention(responder.id)
+    return escape(plain_who(responder))
+
+
+_EMOJI = {
+    Status.APPROVED: ":white_check_mark:",
+    Status.REJECTED: ":x:",
+    Status.RESPONDED: ":speech_balloon:",
+}
 
 
 def outcome_line(request: RequestView) -> str:
-    """ "Approved by @alice", "Rejected by @bob: reason", "Answered by …"."""
-    by = who(request.user_info)
-    at = _when(request.responded_at)
-    if request.status == Status.APPROVED:
-        line = f":white_check_mark: Approved by {by}{at}"
-    elif request.status == Status.REJECTED:
-        line = f":x: Rejected by {by}{at}: {escape(request.comment or '')}"
-    elif request.status == Status.RESPONDED:
-        line = f":speech_balloon: Answered by {by}{at}: {escape(request.response or '')}"
-    else:
-        line = f":hourglass: This request is {escape(request.status)}; it can no longer be answered"
-    return truncate(line, request.link)
+    """The core's outcome sentence, with Slack's mentions, dates and an emoji."""
+    sentence = describe(request, who=who, when=_date, text=escape)
+    return truncate(f"{_EMOJI.get(request.status, ':hourglass:')} {sentence}", request.link)
 
 
 def _date(moment: datetime) -> str:
     """Slack shows this in each reader's own time zone."""
     return f"<!date^{int(moment.timestamp())}^{{date_short_pretty}} {{time}}|{moment.isoformat()}>"
-
-
-def _when(moment: datetime | None) -> str:
-    return "" if moment is None else f" at {_date(moment)}"
 
 
 def decided_message(request: RequestView) -> dict[str, Any]:

@@ -1,31 +1,32 @@
-"""A console form becomes a decision through the core's rules (first wins), as the API's."""
+"""A console form becomes one answer through the core's answer path, as every channel's."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pydantic import ValidationError
-
 from channels.web.auth import Viewer
+from gateway.answers import Refusal, Refused, answer
+from gateway.callback_ids import Verb
 from gateway.core import Core
-from gateway.decisions import (
-    Decision,
-    answerable,
-    function_call_decision,
-    human_contact_decision,
-)
-from gateway.decisions import (
-    decide as core_decide,
-)
-from gateway.errors import GatewayError, InvalidInput
-from gateway.lifecycle import Kind
-from gateway.models import FunctionCallStatusIn, HumanContactStatusIn
-from gateway.store.rows import Request
-from gateway.vocabulary import ChannelName
+from gateway.responders import Responder
+from gateway.vocabulary import AnsweredIn
 
-# Each kind takes only its own verbs: a function call is never rejected without a reason.
-CALL_VERBS = ("approve", "reject", "option")
-ANSWER_VERBS = ("answer", "option")
+# What each button of the request page means; a function call is never rejected without a
+# reason on the console (the form asks for one), whatever the API allows.
+_VERBS = {
+    "approve": Verb.APPROVE,
+    "reject": Verb.REJECT,
+    "option": Verb.OPTION,
+    "answer": Verb.ANSWER,
+}
+_STATUS = {
+    Refusal.NOT_ALLOWED: 403,
+    Refusal.DECIDED: 409,
+    Refusal.GONE: 404,
+    Refusal.UNKNOWN_OPTION: 422,
+    Refusal.MISSING_TEXT: 422,
+    Refusal.WRONG_VERB: 422,
+}
 
 
 @dataclass(frozen=True)
@@ -35,40 +36,27 @@ class Outcome:
     text: str
 
 
+def responder(viewer: Viewer) -> Responder:
+    return Responder(AnsweredIn.WEB, viewer.actor_id, viewer.name, email=viewer.email)
+
+
 async def decide(core: Core, rid: str, form: dict[str, str], viewer: Viewer) -> Outcome:
     """Apply the form's answer; the outcome says what happened, in words for the page."""
-    try:
-        row = await answerable(core, rid, channel=ChannelName.WEB, actor_id=viewer.actor_id)
-        decided = await core_decide(core, row, _decision(row, form, viewer))
-    except GatewayError as error:
-        return Outcome(False, error.status_code, str(error))
-    except ValidationError as error:
-        return Outcome(False, 422, error.errors()[0]["msg"])
-    return Outcome(True, 200, recorded(decided.status, viewer.name))
+    verb = _VERBS.get(form.get("action", ""))
+    text = (form.get("reason") or form.get("answer") or "").strip() or None
+    choice = form.get("option") or None
+    if verb is None:
+        return Outcome(False, 422, f"unknown action; use one of {', '.join(_VERBS)}")
+    if verb == Verb.OPTION and choice is None:
+        return Outcome(False, 422, "choose an option")
+    if verb == Verb.REJECT and text is None:
+        return Outcome(False, 422, "give a reason to reject")
+    result = await answer(core, rid, verb, responder(viewer), text=text, choice=choice)
+    if isinstance(result, Refused):
+        return Outcome(False, _STATUS[result.why], result.message)
+    return Outcome(True, 200, recorded(result.request.status, viewer.name))
 
 
 def recorded(status: str, name: str) -> str:
     """The notice after a decision; the server composes it, never the URL."""
     return f"Recorded: {status} by {name}."
-
-
-def _decision(row: Request, form: dict[str, str], viewer: Viewer) -> Decision:
-    verb = form.get("action", "")
-    allowed = ANSWER_VERBS if row.kind == Kind.HUMAN_CONTACT else CALL_VERBS
-    if verb not in allowed:
-        raise InvalidInput(f"unknown action {verb!r}; use one of {', '.join(allowed)}")
-    text = (form.get("reason") or form.get("answer") or "").strip() or None
-    option = form.get("option") or None
-    if verb == "option" and option is None:
-        raise InvalidInput("choose an option")
-    if verb == "reject" and text is None:
-        raise InvalidInput("give a reason to reject")
-    if verb == "answer" and text is None:
-        raise InvalidInput("type an answer first")
-    who = viewer.user_info
-    if row.kind == Kind.HUMAN_CONTACT:
-        answer = HumanContactStatusIn(response=text, response_option_name=option)
-        return human_contact_decision(row, answer, who)
-    chosen = option if verb == "option" else None
-    body = FunctionCallStatusIn(approved=verb == "approve", comment=text, reject_option_name=chosen)
-    return function_call_decision(row, body, who)

@@ -21,10 +21,9 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from fastapi import Request
 from fastapi.responses import Response
 
-from gateway import signed
+from gateway import console, signed
 from gateway.core import Core
 from gateway.routing import Person
-from gateway.store import console as console_store
 from gateway.vocabulary import AnsweredIn
 
 COOKIE = "gw_session"
@@ -96,7 +95,7 @@ async def _live_viewer(core: Core, cookie: str | None) -> Viewer | None:
         return None
     if not isinstance(sid, str) or not sid:
         return None
-    session = await core.db.read(console_store.live_session, _sid_hash(sid))
+    session = await console.live_session(core, _sid_hash(sid))
     if session is None:
         return None  # signed out, signed out everywhere, or expired
     flash = (session.flash_path, session.flash) if session.flash and session.flash_path else None
@@ -104,8 +103,8 @@ async def _live_viewer(core: Core, cookie: str | None) -> Viewer | None:
 
 
 async def start_session(core: Core, response: Response, person: Viewer) -> None:
-    await core.db.write(
-        console_store.create_session,
+    await console.start_session(
+        core,
         _sid_hash(person.sid),
         email=person.email,
         name=person.name,
@@ -126,29 +125,27 @@ async def start_session(core: Core, response: Response, person: Viewer) -> None:
 async def end_session(core: Core, response: Response, viewer: Viewer | None) -> None:
     """Sign out this browser: the session ends server-side, so a copy of the cookie ends too."""
     if viewer is not None and not viewer.sid.startswith("link:"):
-        await core.db.write(console_store.revoke_session, _sid_hash(viewer.sid))
+        await console.end_session(core, _sid_hash(viewer.sid))
     response.delete_cookie(COOKIE, path="/")
 
 
 async def end_every_session(core: Core, response: Response, viewer: Viewer) -> int:
     """Sign out every browser of this person (the operator: every operator session)."""
-    ended = await core.db.write(console_store.revoke_sessions_of, viewer.email)
+    ended = await console.end_sessions_of(core, viewer.email)
     response.delete_cookie(COOKIE, path="/")
     return ended
 
 
 async def flash(core: Core, viewer: Viewer, path: str, text: str) -> None:
     """A notice the server composed, shown once on `path` in this session."""
-    await core.db.write(console_store.set_flash, _sid_hash(viewer.sid), path, text)
+    await console.set_flash(core, _sid_hash(viewer.sid), path, text)
 
 
 async def take_flash(core: Core, viewer: Viewer, path: str) -> str | None:
     """This session's notice for `path`, if any; it is shown once (a second tab gets None)."""
     if viewer.flash is None or viewer.flash[0] != path:
         return None
-    taken = await core.db.write(
-        console_store.take_flash, _sid_hash(viewer.sid), path, viewer.flash[1]
-    )
+    taken = await console.take_flash(core, _sid_hash(viewer.sid), path, viewer.flash[1])
     return viewer.flash[1] if taken else None
 
 
@@ -241,7 +238,7 @@ async def create_sign_in_link(
 ) -> str:
     """A one-time URL (30 minutes): the operator's, or a configured person's."""
     token = secrets.token_urlsafe(24)
-    await core.db.write(console_store.create_login, _link_hash(token), email, LINK_TTL)
+    await console.create_login(core, _link_hash(token), email, LINK_TTL)
     settings = core.settings
     base = base_url or settings.public_url or f"http://{settings.host}:{settings.port}"
     return f"{base.rstrip('/')}/console/link/{token}"
@@ -249,7 +246,7 @@ async def create_sign_in_link(
 
 async def spend_sign_in_link(core: Core, token: str) -> Viewer | str:
     """The person the link signs in, or why it cannot."""
-    used = await core.db.write(console_store.use_login, _link_hash(token))
+    used = await console.use_login(core, _link_hash(token))
     if not used.ok:
         return used.reason
     if used.email is None:

@@ -35,11 +35,9 @@ from channels.web.auth import (
     take_flash,
     viewer_of,
 )
-from gateway import signed
+from gateway import console, signed
 from gateway.core import Core
 from gateway.lifecycle import Status
-from gateway.store import console as console_store
-from gateway.store import projects as project_store
 from gateway.store.rows import Request as RequestRow
 from gateway.vocabulary import ChannelName
 from gateway.waiters import ANY
@@ -212,9 +210,9 @@ def _safe_next(value: str) -> str:
 # --- the queue and history
 
 
-def _filters(request: Request) -> console_store.Filters:
+def _filters(request: Request) -> console.Filters:
     query = request.query_params
-    return console_store.Filters(
+    return console.Filters(
         project=query.get("project") or None,
         kind=query.get("kind") or None,
         run_id=query.get("run_id") or None,
@@ -239,12 +237,8 @@ async def _listing(request: Request, *, pending: bool, template: str) -> Respons
     if viewer is None:
         return _to_sign_in(request)
     filters = _filters(request)
-    found = await core.db.scan(
-        console_store.search_requests, projects=_projects(viewer), pending=pending, filters=filters
-    )
-    projects = [
-        p.name for p in await core.db.read(project_store.list_projects) if viewer.sees(p.name)
-    ]
+    found = await console.search(core, projects=_projects(viewer), pending=pending, filters=filters)
+    projects = await console.project_names(core, viewer.sees)
     rows = [render.summary(row, project) for row, project in found]
     name = "queue_rows.html" if request.query_params.get("partial") else template
     return render.page(
@@ -261,14 +255,11 @@ async def _listing(request: Request, *, pending: bool, template: str) -> Respons
 
 
 async def _visible(core: Core, viewer: Viewer, rid: str) -> tuple[RequestRow, str] | None:
-    row, project = await core.db.read(console_store.request_and_project, rid)
-    if row is None or project is None or not viewer.sees(project):
-        return None
-    return row, project
+    return await console.request(core, rid, viewer.sees)
 
 
 async def _detail(core: Core, row: RequestRow, project: str) -> dict[str, Any]:
-    deliveries, events = await core.db.read(console_store.deliveries_and_events, row.rid)
+    deliveries, events = await console.trail(core, row.rid)
     return render.detail(row, project, deliveries, events)
 
 
@@ -354,7 +345,8 @@ async def request_link(request: Request, rid: str, t: str | None = None) -> Resp
     holder = _link_viewer(core, rid, t)
     if isinstance(holder, str):
         return _message(core, None, 403, "Link refused", holder)
-    row, project = await core.db.read(console_store.request_and_project, rid)
+    found = await console.request(core, rid, lambda _project: True)  # the link's holder
+    row, project = found if found else (None, None)
     if row is None or project is None:
         return _message(core, None, 404, "Not found", "There is no such request here.")
     detail = await _detail(core, row, project)
@@ -399,12 +391,7 @@ async def webhooks_page(request: Request) -> Response:
     viewer = viewer_of(core, request)
     if viewer is None:
         return _to_sign_in(request)
-    projects = {p.id: p.name for p in await core.db.read(project_store.list_projects) if p.id}
-    visible = [pid for pid, name in projects.items() if viewer.sees(name)]
-    endpoints = [
-        e for e in await core.db.read(project_store.list_webhooks) if e.project_id in visible
-    ]
-    jobs = await core.db.scan(console_store.webhook_jobs, visible)
+    projects, endpoints, jobs = await console.webhooks(core, viewer.sees)
     return render.page(
         "webhooks.html",
         endpoints=[render.endpoint(e, projects.get(e.project_id, "?")) for e in endpoints],
@@ -422,7 +409,7 @@ async def redeliver(request: Request, job_id: int) -> Response:
     if isinstance(checked, Response):
         return checked
     viewer, _form_fields = checked
-    queued = await core.db.write(console_store.redeliver_webhook, job_id, viewer.sees)
+    queued = await console.redeliver(core, job_id, viewer.sees)
     if not queued:
         return _message(core, viewer, 404, "Not found", "There is no such webhook delivery.")
     await flash(core, viewer, "/console/webhooks", f"Delivery {job_id} queued again.")
@@ -435,7 +422,7 @@ async def channels_page(request: Request) -> Response:
     viewer = viewer_of(core, request)
     if viewer is None:
         return _to_sign_in(request)
-    errors = await core.db.scan(console_store.last_delivery_errors)
+    errors = await console.delivery_errors(core)
     rows = [
         render.channel_health(name, channel, errors.get(name))
         for name, channel in core.channels.items()

@@ -11,11 +11,11 @@ from typing import Any
 import jinja2
 from fastapi.responses import HTMLResponse
 
-from channels.base import Channel
 from gateway.channel_status import channel_state
 from gateway.lifecycle import Kind
-from gateway.store import as_utc, utcnow
+from gateway.seam import Channel
 from gateway.store.rows import Delivery, OutboxJob, Request, RequestEvent, WebhookEndpoint
+from gateway.store.values import as_utc, utcnow
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "web"
 STATIC = {"console.css": "text/css", "live.js": "text/javascript"}

@@ -247,12 +247,6 @@ def project_ids(conn: Connection, names: Sequence[str]) -> list[int]:
     return [int(value) for value in (conn.execute(query)).scalars()]
 
 
-def request_and_project(conn: Connection, rid: str) -> tuple[Request | None, str | None]:
-    """A request by rid, and its project's name."""
-    row = request_store.get_by_rid(conn, rid)
-    return row, project_name(conn, row.project_id) if row is not None else None
-
-
 def deliveries_and_events(conn: Connection, rid: str) -> tuple[list[Delivery], list[RequestEvent]]:
     return request_store.list_deliveries(conn, [rid]), request_store.list_events(conn, rid)
 

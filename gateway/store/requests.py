@@ -21,6 +21,7 @@ from gateway.vocabulary import AuditEvent, ChannelName, DeliveryStatus
 _request = tables.Request.__table__  # type: ignore[attr-defined]
 _event = tables.RequestEvent.__table__  # type: ignore[attr-defined]
 _delivery = tables.Delivery.__table__  # type: ignore[attr-defined]
+_project = tables.Project.__table__  # type: ignore[attr-defined]
 
 
 def _to_request(row: sa.Row[Any] | None) -> Request | None:
@@ -77,6 +78,15 @@ def decide(conn: Connection, rid: str, status: Status, fields: dict[str, Any]) -
     if decided is not None:
         request_changed(conn, rid)
     return decided
+
+
+def get_with_project(conn: Connection, rid: str) -> tuple[Request | None, str | None]:
+    """A request by rid, and its project's name."""
+    row = get_by_rid(conn, rid)
+    if row is None:
+        return None, None
+    name = conn.execute(sa.select(_project.c.name).where(_project.c.id == row.project_id))
+    return row, name.scalar_one_or_none()
 
 
 def thread_candidates(conn: Connection, ts: str) -> tuple[list[Request], list[Delivery]]:

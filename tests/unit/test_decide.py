@@ -11,10 +11,11 @@ from typing import Any, cast
 import pytest
 
 from gateway.core import Core
-from gateway.decisions import Decision, decide, next_status
+from gateway.decisions import decide, next_status
 from gateway.errors import Conflict, InvalidInput
 from gateway.lifecycle import Event, Kind, Status
 from gateway.store.rows import Request
+from gateway.verbs import Decision
 
 DECIDED_AT = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 LEGAL = {

@@ -7,8 +7,9 @@ import re
 import pytest
 
 from channels.discord.bot import button_view
-from channels.discord.interactions import BUTTON_TEMPLATE, MODAL_ID, reason_modal
-from channels.discord.render import approval, custom_id
+from channels.discord.interactions import reason_modal
+from channels.discord.render import approval
+from gateway.callback_ids import BUTTON_PATTERN, CallbackId, Verb, decode, encode
 from tests.unit.views import request_view
 
 RID = "aB3_-xYz0123456789abcd"  # the shape crypto.new_rid() makes: URL-safe base64
@@ -53,24 +54,27 @@ async def test_buttons_become_one_action_row_in_order() -> None:
     ("verb", "index"), [("approve", None), ("reject", None), ("answer", None), ("option", 7)]
 )
 def test_every_button_id_is_read_back(verb: str, index: int | None) -> None:
-    match = re.fullmatch(BUTTON_TEMPLATE, custom_id(verb, RID, index))
+    encoded = encode(Verb(verb), RID, index)
+    match = re.fullmatch(BUTTON_PATTERN, encoded)  # what discord.py's DynamicItem matches
     assert match is not None
     assert (match["verb"], match["rid"]) == (verb, RID)
     assert match["index"] == (None if index is None else str(index))
+    assert decode(encoded) == CallbackId(Verb(verb), RID, index)
 
 
 def test_foreign_ids_are_not_ours() -> None:
     for other in ("gw:delete:abc", "approve:abc", "gw:approve:a/b", f"gw:option:x:{RID}"):
-        assert re.fullmatch(BUTTON_TEMPLATE, other) is None
-        assert MODAL_ID.match(other) is None
+        assert re.fullmatch(BUTTON_PATTERN, other) is None
+        assert decode(other) is None
+        assert decode(other.replace("gw:", "gw:modal:", 1)) is None
 
 
 async def test_the_reason_modal_is_required_and_prefilled() -> None:
-    modal = reason_modal("option", RID, title="Later", label="Why?", prefill="after 5pm", index=1)
+    click = CallbackId(Verb.OPTION, RID, 1)
+    modal = reason_modal(click, title="Later", label="Why?", prefill="after 5pm")
     payload = modal.to_dict()
     assert payload["custom_id"] == f"gw:modal:option:1:{RID}"
-    match = MODAL_ID.match(payload["custom_id"])
-    assert match is not None and (match["verb"], match["index"]) == ("option", "1")
+    assert decode(payload["custom_id"]) == CallbackId(Verb.OPTION, RID, 1, modal=True)
     text_input = payload["components"][0]["components"][0]
     assert text_input["required"] is True and text_input["min_length"] == 1
     assert text_input["value"] == "after 5pm" and text_input["style"] == 2

@@ -101,7 +101,7 @@ def test_decided_shows_who_and_why() -> None:
     )
     outcome = embed.fields[-1]
     assert outcome.name == "Outcome" and embed.colour is not None
-    assert outcome.value == "❌ Rejected by <@42> <t:1795316400:f>: not @\u200beveryone"
+    assert outcome.value == "❌ Rejected by <@42> at <t:1795316400:f>: not @\u200beveryone"
     assert embed.colour.value == 0xED4245
 
 
@@ -117,4 +117,4 @@ def test_a_decided_embed_with_many_arguments_keeps_its_outcome() -> None:
     )
     assert len(embed) <= EMBED_TOTAL_LIMIT and len(embed.fields) <= 25
     assert embed.fields[-1].name == "Outcome"
-    assert embed.fields[-1].value == "✅ Approved by alice <t:1795316400:f>"
+    assert embed.fields[-1].value == "✅ Approved by alice in the API at <t:1795316400:f>"

@@ -66,15 +66,15 @@ def test_approval_golden() -> None:
                 "elements": [
                     {
                         "type": "button",
-                        "action_id": "gw_approve",
-                        "value": "RID123",
+                        "action_id": "gw:approve:RID123",
+                        "value": "gw:approve:RID123",
                         "text": {"type": "plain_text", "text": "Approve", "emoji": True},
                         "style": "primary",
                     },
                     {
                         "type": "button",
-                        "action_id": "gw_reject",
-                        "value": "RID123",
+                        "action_id": "gw:reject:RID123",
+                        "value": "gw:reject:RID123",
                         "text": {"type": "plain_text", "text": "Reject", "emoji": True},
                         "style": "danger",
                     },
@@ -91,12 +91,13 @@ def test_reject_options_get_their_own_buttons() -> None:
         "reject_options": [{"name": "spam", "title": "Mark as spam"}, {"name": "later"}],
     }
     [actions] = [b for b in approval_message(view(spec=spec))["blocks"] if b["type"] == "actions"]
-    labels = [(e["action_id"], e["text"]["text"]) for e in actions["elements"]]
+    labels = [(e["action_id"], e["value"], e["text"]["text"]) for e in actions["elements"]]
+    rid = view(spec=spec).rid
     assert labels == [
-        ("gw_approve", "Approve"),
-        ("gw_reject", "Reject"),
-        ("gw_option_0", "Mark as spam"),
-        ("gw_option_1", "later"),
+        (f"gw:approve:{rid}", f"gw:approve:{rid}", "Approve"),
+        (f"gw:reject:{rid}", f"gw:reject:{rid}", "Reject"),
+        (f"gw:option:0:{rid}", f"gw:option:0:{rid}", "Mark as spam"),
+        (f"gw:option:1:{rid}", f"gw:option:1:{rid}", "later"),
     ]
 
 
@@ -137,7 +138,8 @@ def test_contact_golden() -> None:
     message = contact_message(view(kind="human_contact", spec=spec))
     assert message["blocks"][1]["text"]["text"] == "Which region? &lt;!here&gt;"
     actions = [b for b in message["blocks"] if b["type"] == "actions"]
-    assert actions[0]["elements"][0]["action_id"] == "gw_option_0"
+    rid = view(kind="human_contact", spec=spec).rid
+    assert actions[0]["elements"][0]["action_id"] == f"gw:option:0:{rid}"
     assert message["blocks"][-1]["elements"][0]["text"] == "Reply in this thread to answer."
 
 
@@ -154,7 +156,7 @@ def test_contact_golden() -> None:
             "rejected",
             {"channel": "api", "name": "<!channel> bot"},
             {"comment": "no <@U1>"},
-            ":x: Rejected by &lt;!channel&gt; bot at ",
+            ":x: Rejected by &lt;!channel&gt; bot in the API at ",
         ),
     ],
 )

@@ -202,4 +202,9 @@ async def test_the_emails_link_lets_its_recipient_decide_from_the_page_only_by_p
     assert page.status_code == 200 and still_pending is None
     assert decided.status_code == 303, decided.text
     assert result["approved"] is True
-    assert result["user_info"] == {"channel": "web", "name": ALICE, "email": ALICE}
+    assert result["user_info"] == {
+        "channel": "web",
+        "user_id": ALICE,
+        "name": ALICE,
+        "email": ALICE,
+    }

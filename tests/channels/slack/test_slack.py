@@ -17,6 +17,7 @@ from slack_sdk.signature import SignatureVerifier
 from channels.slack.channel import SlackChannel
 from channels.slack.pacing import Pacer
 from channels.slack.settings import SlackSettings
+from gateway.callback_ids import Verb, decode, encode
 from tests.factories import RequestFactory
 from tests.fakes.slack import FakeSlack
 from tests.helpers import eventually, outbox_idle
@@ -59,9 +60,20 @@ async def send(gateway: RunningGateway, payload: dict[str, Any], **sign: Any) ->
         )
 
 
+def button_rid(button: dict[str, Any]) -> str:
+    """The request a posted button answers (its shared callback id)."""
+    click = decode(str(button["value"]))
+    assert click is not None, button
+    return click.rid
+
+
 def click(
-    fake: FakeSlack, rid: str, action_id: str, user: str = "U0ALICE", respond_id: str = "r1"
+    fake: FakeSlack, rid: str, action: str, user: str = "U0ALICE", respond_id: str = "r1"
 ) -> dict[str, Any]:
+    """A click on a button; `action` is "gw_approve", "gw_reject" or "gw_option_<n>", sent
+    as the button carries it: the shared callback id, as action_id and value."""
+    verb, _, index = action.removeprefix("gw_").partition("_")
+    callback = encode(Verb(verb), rid, int(index) if index else None)
     return {
         "type": "block_actions",
         "user": {"id": user, "username": user.lower(), "team_id": "T1"},
@@ -73,9 +85,9 @@ def click(
         "response_url": fake.response_url(respond_id),
         "actions": [
             {
-                "action_id": action_id,
+                "action_id": callback,
                 "block_id": "gw_decision",
-                "value": rid,
+                "value": callback,
                 "type": "button",
                 "action_ts": str(time.time()),
             }
@@ -123,8 +135,8 @@ async def test_approve_click_decides_and_updates_the_message(
     assert posted.params["channel"] == "C1" and posted.token == "xoxb-test"
     buttons = [e for b in posted.params["blocks"] for e in b.get("elements", []) if "value" in e]
     assert {(b["action_id"], b["value"]) for b in buttons} == {
-        ("gw_approve", rid),
-        ("gw_reject", rid),
+        (f"gw:approve:{rid}", f"gw:approve:{rid}"),
+        (f"gw:reject:{rid}", f"gw:reject:{rid}"),
     }
     reply = await send(gateway, click(fake, rid, "gw_approve"))
     assert reply.status_code == 200
@@ -405,3 +417,14 @@ async def test_an_empty_thread_reply_rejects_with_a_comment(
     rejected = await decided(gateway, "empty")
     assert rejected["status"]["approved"] is False
     assert rejected["status"]["comment"] == "Rejected in Slack by User U0ALICE"
+
+
+async def test_a_button_posted_before_the_shared_ids_still_decides(
+    gateway: RunningGateway, fake: FakeSlack, request_factory: RequestFactory
+) -> None:
+    """Messages posted by an earlier version carry action_id gw_approve and the rid."""
+    rid = (await request_factory(gateway, "legacy", channel=TO_C1, settle=True)).rid
+    payload = click(fake, rid, "gw_approve")
+    payload["actions"][0] |= {"action_id": "gw_approve", "value": rid}
+    assert (await send(gateway, payload)).status_code == 200
+    assert (await decided(gateway, "legacy"))["status"]["approved"] is True

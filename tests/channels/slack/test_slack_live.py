@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.channels.slack.test_slack import SIGNING_SECRET, click, signed_headers
+from tests.channels.slack.test_slack import SIGNING_SECRET, button_rid, click, signed_headers
 from tests.fakes.slack import FakeSlack
 from tests.services.gateway_process import GatewayProcess
 
@@ -60,10 +60,10 @@ async def test_click_on_a_live_gateway(live: tuple[GatewayProcess, FakeSlack]) -
             e
             for b in posted.params["blocks"]
             for e in b.get("elements", [])
-            if e.get("action_id") == "gw_approve"
+            if str(e.get("action_id")).startswith("gw:approve:")
         ]
         payload = "payload=" + urllib.parse.quote(
-            json.dumps(click(fake, button["value"], "gw_approve"))
+            json.dumps(click(fake, button_rid(button), "gw_approve"))
         )
         async with httpx.AsyncClient(base_url=process.base_url) as slack:
             answered = await slack.post(

@@ -13,7 +13,7 @@ import pytest
 from channels.slack.channel import SlackChannel
 from channels.slack.pacing import Pacer
 from channels.slack.settings import SlackSettings
-from tests.channels.slack.test_slack import SIGNING_SECRET, click, send
+from tests.channels.slack.test_slack import SIGNING_SECRET, button_rid, click, send
 from tests.fakes.slack import FakeSlack
 from tests.helpers import eventually, outbox_idle
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings
@@ -87,9 +87,9 @@ async def test_install_then_post_with_the_workspace_token(
             e
             for b in posted.params["blocks"]
             for e in b.get("elements", [])
-            if e.get("action_id") == "gw_approve"
+            if str(e.get("action_id")).startswith("gw:approve:")
         ]
-        payload = click(fake, button["value"], "gw_approve")
+        payload = click(fake, button_rid(button), "gw_approve")
         payload["team"] = {"id": "T2", "domain": "other"}
         assert (await send(gateway, payload)).status_code == 200
         answer = await client.get("/function_calls/in-t2", params={"wait": 10})

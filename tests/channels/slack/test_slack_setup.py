@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from channels.registry import REGISTRY
 from gateway.checks import run_checks
 from gateway.cli import main
 from gateway.store import Database, migrate
@@ -53,7 +54,7 @@ async def test_check_logs_in_to_slack(
     async with FakeSlack() as fake:
         monkeypatch.setenv("SLACK_BOT_TOKEN", token)
         monkeypatch.setenv("SLACK_API_URL", fake.base_url)
-        result = await run_checks(test_settings(url))
+        result = await run_checks(test_settings(url), REGISTRY)
         [auth] = fake.calls_to("auth.test")
     assert result == code and auth.token == token
     assert expected in capsys.readouterr().out
@@ -62,5 +63,5 @@ async def test_check_logs_in_to_slack(
 async def test_check_names_a_schema_that_is_behind(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert await run_checks(test_settings(f"sqlite+aiosqlite:///{tmp_path}/new.db")) == 1
+    assert await run_checks(test_settings(f"sqlite+aiosqlite:///{tmp_path}/new.db"), REGISTRY) == 1
     assert "run `gateway db upgrade`" in capsys.readouterr().out

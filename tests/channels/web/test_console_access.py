@@ -361,7 +361,12 @@ async def test_a_person_sees_and_decides_only_their_projects(
         assert approved.status_code == 303, approved.text
     got = await api_fc(gateway, "alpha-1", alpha_key)
     assert got["status"]["approved"] is True
-    assert got["status"]["user_info"] == {"channel": "web", "name": "Alice", "email": ALICE}
+    assert got["status"]["user_info"] == {
+        "channel": "web",
+        "user_id": ALICE,
+        "name": "Alice",
+        "email": ALICE,
+    }
 
 
 # --- one-time sign-in links
@@ -464,7 +469,12 @@ async def test_a_decision_needs_this_sessions_csrf_token(
     got = await api_fc(gateway, "csrf-1", alpha_key)
     assert got["gateway_status"] == "approved"
     assert got["status"]["comment"] == "ok"
-    assert got["status"]["user_info"] == {"channel": "web", "name": "Alice", "email": ALICE}
+    assert got["status"]["user_info"] == {
+        "channel": "web",
+        "user_id": ALICE,
+        "name": "Alice",
+        "email": ALICE,
+    }
 
 
 async def test_sign_out_needs_the_csrf_token(gateway: RunningGateway) -> None:
@@ -575,7 +585,12 @@ async def test_a_request_link_shows_on_get_and_decides_on_post(
 
     got = await api_fc(gateway, "link-1")
     assert got["status"]["approved"] is True
-    assert got["status"]["user_info"] == {"channel": "web", "name": ALICE, "email": ALICE}
+    assert got["status"]["user_info"] == {
+        "channel": "web",
+        "user_id": ALICE,
+        "name": ALICE,
+        "email": ALICE,
+    }
 
 
 async def test_bad_request_links_are_refused(

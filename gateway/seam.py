@@ -1,4 +1,4 @@
-"""The seam every channel implements: four methods, and a name."""
+"""The seam every channel implements (owned by the core; the channels implement it)."""
 
 from __future__ import annotations
 

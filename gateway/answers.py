@@ -1,0 +1,119 @@
+"""One answer path for every channel. A channel turns a platform event into one `answer(...)`
+and renders what comes back; who answered, what they may do, the request's options, the
+refusals and the outcome sentence exist here once."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from gateway.callback_ids import Verb
+from gateway.core import Core
+from gateway.decisions import allowed_responders, decide
+from gateway.errors import Conflict
+from gateway.lifecycle import Status
+from gateway.replies import Reading
+from gateway.responders import (
+    Responder,
+    already_decided,
+    plain_when,
+    plain_who,
+)
+from gateway.store import requests as request_store
+from gateway.store.rows import Request
+from gateway.verbs import Refusal, Refused, decision_for, option, options
+from gateway.views import RequestView
+from gateway.vocabulary import ChannelName
+
+__all__ = [
+    "Answered",
+    "Refusal",
+    "Refused",
+    "answer",
+    "answerable",
+    "describe",
+    "option",
+    "options",
+]
+
+
+@dataclass(frozen=True)
+class Answered:
+    request: RequestView  # as the answer left it
+    reading: Reading | None = None  # how a free-text reply was read
+
+
+# --- the outcome sentence
+
+
+def describe(
+    request: RequestView,
+    *,
+    who: Callable[[Responder], str] = plain_who,
+    when: Callable[[datetime], str] = plain_when,
+    text: Callable[[str], str] = str,
+) -> str:
+    """ "Approved by Alice in Slack at …", "Rejected by …: reason", "Answered by …: text".
+    Channels pass `who` and `when` to show people and times their own way, and `text` to
+    escape what people and agents wrote for their markup."""
+    responder = Responder.of(request.user_info)
+    by = who(responder) if responder else "someone"
+    at = f" at {when(request.responded_at)}" if request.responded_at else ""
+    if request.status == Status.APPROVED:
+        return f"Approved by {by}{at}"
+    if request.status == Status.REJECTED:
+        return f"Rejected by {by}{at}: {text(request.comment or '')}"
+    if request.status == Status.RESPONDED:
+        return f"Answered by {by}{at}: {text(request.response or '')}"
+    return f"This request is {text(request.status)}; it can no longer be answered"
+
+
+# --- answering
+
+
+async def answer(
+    core: Core,
+    rid: str,
+    verb: Verb,
+    responder: Responder,
+    *,
+    text: str | None = None,
+    choice: int | str | None = None,
+) -> Answered | Refused:
+    """Apply one person's answer: the decision, or the refusal to tell them."""
+    found = await answerable(core, rid, responder)
+    if isinstance(found, Refused):
+        return found
+    row, project = found
+    made = decision_for(row, verb, responder, text=text, choice=choice)
+    if isinstance(made, Refused):
+        return made
+    decision, reading = made
+    try:
+        decided = await decide(core, row, decision)
+    except Conflict as conflict:
+        return Refused(Refusal.DECIDED, str(conflict))
+    return Answered(core.view(decided, project), reading)
+
+
+async def answerable(core: Core, rid: str, responder: Responder) -> tuple[Request, str] | Refused:
+    """The pending request this person may answer, with its project; or the refusal. Channels
+    also ask before opening a form, so nobody types a reason for nothing."""
+    row, project = await core.db.read(request_store.get_with_project, rid)
+    if row is None or project is None:
+        return Refused(Refusal.GONE, "this request no longer exists")
+    channel = _channel_of(responder)
+    allowed = allowed_responders(json.loads(row.route_json), channel) if channel else None
+    if allowed is not None and responder.id not in allowed:
+        return Refused(Refusal.NOT_ALLOWED, "you are not allowed to answer this request")
+    if row.status != Status.PENDING:
+        return Refused(Refusal.DECIDED, already_decided(row))
+    return row, project
+
+
+def _channel_of(responder: Responder) -> ChannelName | None:
+    """The routed channel whose responders this person must be one of (none for the API)."""
+    value = str(responder.via)
+    return ChannelName(value) if value in ChannelName._value2member_map_ else None

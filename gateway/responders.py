@@ -1,0 +1,85 @@
+"""Who answered a request, and the sentences that name them (one place for every channel)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from gateway.intake import noun
+from gateway.store import as_utc
+from gateway.store.rows import Request
+from gateway.views import RequestView
+from gateway.vocabulary import AnsweredIn
+
+_PLACES: dict[str, str] = {
+    AnsweredIn.API: "the API",
+    AnsweredIn.CLI: "the CLI",
+    AnsweredIn.WEB: "the web console",
+}
+
+
+@dataclass(frozen=True)
+class Responder:
+    """Who answered, and through what: recorded as the request's `status.user_info`."""
+
+    via: AnsweredIn
+    id: str  # the platform's user id, an email address, an API key's prefix, "operator"
+    name: str
+    email: str | None = None
+    extra: Mapping[str, str] = field(default_factory=dict)  # team_id, guild_id, message_id…
+
+    @property
+    def place(self) -> str:
+        """Where they answered, in words: "Slack", "the web console"."""
+        return _PLACES.get(self.via, self.via.capitalize())
+
+    def user_info(self) -> dict[str, Any]:
+        info: dict[str, Any] = {"channel": self.via, "user_id": self.id, "name": self.name}
+        if self.email:
+            info["email"] = self.email
+        return info | dict(self.extra)
+
+    @staticmethod
+    def of(info: Mapping[str, Any] | None) -> Responder | None:
+        """The responder a stored `user_info` records (None before any answer)."""
+        if not info:
+            return None
+        via = str(info.get("channel") or AnsweredIn.API)
+        ident = str(info.get("user_id") or info.get("email") or "")
+        name = str(info.get("name") or info.get("email") or ident or "someone")
+        known = AnsweredIn(via) if via in AnsweredIn._value2member_map_ else AnsweredIn.API
+        return Responder(known, ident, name, info.get("email"))
+
+
+def plain_when(moment: datetime) -> str:
+    return as_utc(moment).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def plain_who(responder: Responder) -> str:
+    return f"{responder.name} in {responder.place}"
+
+
+def default_rejection(who: Responder | Mapping[str, Any]) -> str:
+    """The SDK raises on a rejection without a comment, so the gateway writes one."""
+    responder = who if isinstance(who, Responder) else Responder.of(who)
+    if responder is None:
+        return "Rejected"
+    return f"Rejected in {responder.place} by {responder.name}"
+
+
+def already_decided(request: Request | RequestView) -> str:
+    """The refusal a late answer gets: who decided, where and when."""
+    if isinstance(request, RequestView):
+        info = request.user_info
+    else:
+        info = json.loads(request.user_info_json) if request.user_info_json else None
+    responder = Responder.of(info)
+    by = plain_who(responder) if responder else "someone"
+    at = request.responded_at
+    when = as_utc(at).isoformat() if at else "an earlier time"
+    return (
+        f"{noun(request.kind)} {request.call_id!r} was already {request.status} by {by} at {when}"
+    )

@@ -1,0 +1,128 @@
+"""The rules that turn one answer into a decision, for the API, the CLI and every channel:
+what each verb means for each kind of request, options and their prompt_fill, the reason the
+gateway writes when none was given, and the refusals when an answer makes no decision."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from gateway.callback_ids import Verb
+from gateway.intake import noun
+from gateway.lifecycle import Event, Kind
+from gateway.replies import Reading, read_reply
+from gateway.responders import Responder, default_rejection
+from gateway.store.rows import Request
+from gateway.views import RequestView
+
+
+@dataclass(frozen=True)
+class Decision:
+    event: Event
+    user_info: dict[str, Any]
+    comment: str | None = None
+    option_name: str | None = None
+    response: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    # The hash of an API respond's Idempotency-Key and body (see `idempotency_token`).
+    idempotency: str | None = None
+
+
+class Refusal(StrEnum):
+    NOT_ALLOWED = "not_allowed"
+    DECIDED = "decided"
+    GONE = "gone"
+    UNKNOWN_OPTION = "unknown_option"
+    MISSING_TEXT = "missing_text"
+    WRONG_VERB = "wrong_verb"
+
+
+@dataclass(frozen=True)
+class Refused:
+    """Nothing changed, and why, in words for the person."""
+
+    why: Refusal
+    message: str
+
+
+def options(request: RequestView | Request) -> list[dict[str, Any]]:
+    """The request's reject options (a function call) or response options (a question)."""
+    spec = request.spec if isinstance(request, RequestView) else _spec(request)
+    key = "reject_options" if request.kind == Kind.FUNCTION_CALL else "response_options"
+    found: list[dict[str, Any]] = spec.get(key) or []
+    return found
+
+
+def option(request: RequestView | Request, which: int | str | None) -> dict[str, Any] | None:
+    """An option by its place in the list or by its name."""
+    listed = options(request)
+    if isinstance(which, int):
+        return listed[which] if 0 <= which < len(listed) else None
+    return next((o for o in listed if o["name"] == which), None)
+
+
+def decision_for(
+    row: Request,
+    verb: Verb,
+    responder: Responder | dict[str, Any],
+    *,
+    text: str | None = None,
+    choice: int | str | None = None,
+) -> tuple[Decision, Reading | None] | Refused:
+    """The decision one person's answer makes (and how free text was read), by the rules
+    every channel and the API share; or the refusal when it cannot make one."""
+    text = text if text and text.strip() else None  # blank is none; given text is kept as is
+    who = responder.user_info() if isinstance(responder, Responder) else responder
+    function_call = row.kind == Kind.FUNCTION_CALL
+    if verb == Verb.REPLY:
+        return _reply(row, who, text)
+    if verb == Verb.OPTION or choice is not None:
+        return _option_decision(row, who, text, choice)
+    if verb == Verb.APPROVE and function_call:
+        return Decision(Event.APPROVE, who, comment=text), None
+    if verb == Verb.REJECT and function_call:
+        return Decision(Event.REJECT, who, comment=text or default_rejection(who)), None
+    if verb == Verb.ANSWER and not function_call:
+        if text is None:
+            return Refused(Refusal.MISSING_TEXT, "type an answer first")
+        return Decision(Event.RESPOND, who, response=text), None
+    return Refused(Refusal.WRONG_VERB, f"a {noun(row.kind)} cannot be answered with {verb}")
+
+
+def _reply(
+    row: Request, who: dict[str, Any], text: str | None
+) -> tuple[Decision, Reading | None] | Refused:
+    """Free text: a question's answer; on an approval only a plain yes approves, anything
+    else rejects with the text as the reason (an empty reply: with the gateway's own)."""
+    if row.kind == Kind.HUMAN_CONTACT:
+        if text is None:
+            return Refused(Refusal.MISSING_TEXT, "type an answer first")
+        return Decision(Event.RESPOND, who, response=text), None
+    reading = read_reply(text or "")
+    if reading.approved:
+        return Decision(Event.APPROVE, who, comment=reading.rest), reading
+    return Decision(Event.REJECT, who, comment=text or default_rejection(who)), reading
+
+
+def _option_decision(
+    row: Request, who: dict[str, Any], text: str | None, choice: int | str | None
+) -> tuple[Decision, Reading | None] | Refused:
+    """An option: its prompt_fill (or title, or name) unless the person wrote their own."""
+    chosen = option(row, choice)
+    if chosen is None and isinstance(choice, str):
+        known = ", ".join(o["name"] for o in options(row)) or "none"
+        return Refused(Refusal.UNKNOWN_OPTION, f"unknown option {choice!r}; options: {known}")
+    if chosen is None:
+        return Refused(Refusal.UNKNOWN_OPTION, "this option no longer exists")
+    if row.kind == Kind.HUMAN_CONTACT:
+        response = text or chosen.get("prompt_fill") or chosen.get("title") or chosen["name"]
+        return Decision(Event.RESPOND, who, response=response, option_name=chosen["name"]), None
+    comment = text or chosen.get("prompt_fill") or default_rejection(who)
+    return Decision(Event.REJECT, who, comment=comment, option_name=chosen["name"]), None
+
+
+def _spec(row: Request) -> dict[str, Any]:
+    spec: dict[str, Any] = json.loads(row.spec_json)
+    return spec

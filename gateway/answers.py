@@ -24,8 +24,8 @@ from gateway.responders import (
 from gateway.store import requests as request_store
 from gateway.store.rows import Request
 from gateway.verbs import Refusal, Refused, decision_for, option, options
-from gateway.views import RequestView
-from gateway.vocabulary import ChannelName
+from gateway.views import Progress, RequestView
+from gateway.vocabulary import AnsweredIn, ChannelName
 
 __all__ = [
     "Answered",
@@ -34,6 +34,8 @@ __all__ = [
     "answer",
     "answerable",
     "describe",
+    "progress_line",
+    "reminder_text",
     "option",
     "options",
 ]
@@ -55,12 +57,17 @@ def describe(
     when: Callable[[datetime], str] = plain_when,
     text: Callable[[str], str] = str,
 ) -> str:
-    """ "Approved by Alice in Slack at …", "Rejected by …: reason", "Answered by …: text".
+    """ "Approved by Alice in Slack at …", "Rejected by …: reason", "Answered by …: text",
+    "1 of 2 approvals: Alice (Slack)", "Expired at …: No decision within 2h; expired".
     Channels pass `who` and `when` to show people and times their own way, and `text` to
     escape what people and agents wrote for their markup."""
     responder = Responder.of(request.user_info)
     by = who(responder) if responder else "someone"
     at = f" at {when(request.responded_at)}" if request.responded_at else ""
+    if request.status == Status.PENDING and request.progress is not None:
+        return progress_line(request.progress, text=text)
+    if responder is not None and responder.via == AnsweredIn.GATEWAY:
+        return f"Expired{at}: {text(request.comment or request.response or 'no decision in time')}"
     if request.status == Status.APPROVED:
         return f"Approved by {by}{at}"
     if request.status == Status.REJECTED:
@@ -68,6 +75,24 @@ def describe(
     if request.status == Status.RESPONDED:
         return f"Answered by {by}{at}: {text(request.response or '')}"
     return f"This request is {text(request.status)}; it can no longer be answered"
+
+
+def progress_line(progress: Progress, *, text: Callable[[str], str] = str) -> str:
+    """ "1 of 2 approvals: Alice (Slack), Bob (the web console)"."""
+    people = [Responder.of(info) for info in progress.approvers]
+    named = ", ".join(text(f"{p.name} ({p.place})") for p in people if p is not None)
+    line = f"{progress.approvals} of {progress.needed} approvals"
+    return f"{line}: {named}" if named else line
+
+
+def reminder_text(request: RequestView) -> str:
+    """What a reminder says, before the channel's mentions."""
+    line = "Reminder: this request is still waiting for a decision"
+    if request.progress is not None:
+        line += f" ({progress_line(request.progress)})"
+    if request.expires_at is not None:
+        line += f"; it expires at {plain_when(request.expires_at)}"
+    return line
 
 
 # --- answering

@@ -18,6 +18,7 @@ _PLACES: dict[str, str] = {
     AnsweredIn.API: "the API",
     AnsweredIn.CLI: "the CLI",
     AnsweredIn.WEB: "the web console",
+    AnsweredIn.GATEWAY: "the gateway",
 }
 
 

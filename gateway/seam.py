@@ -36,6 +36,18 @@ class Channel(Protocol):
 
 
 @runtime_checkable
+class Remindable(Protocol):
+    """A channel that can nudge the people a pending request still waits on."""
+
+    async def remind(
+        self, request: RequestView, target: Target, ref: dict[str, Any], mention: list[str], /
+    ) -> None:
+        """Reply under the post `send` made (its `ref`) with `reminder_text(request)`,
+        mentioning `mention` (this target's platform ids or addresses that have not answered)."""
+        ...
+
+
+@runtime_checkable
 class Mountable(Protocol):
     """A channel that receives HTTP callbacks (Slack's events and interactions)."""
 

@@ -26,8 +26,20 @@ class RequestView:
     user_info: dict[str, Any] | None = None
     responded_at: datetime | None = None
     route: list[dict[str, Any]] = field(default_factory=list)  # its targets, as routed
+    progress: Progress | None = None  # a policy's approvals so far; None: first answer decides
+    expires_at: datetime | None = None  # when it fails closed (gateway.timers)
     # Write-only values the agent sent (a per-request Slack bot token); never echoed.
     secrets: dict[str, str] = field(default_factory=dict, repr=False)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a request with an approval policy stands: "1 of 2 approvals: Alice (Slack)"."""
+
+    approvals: int
+    needed: int
+    approvers: tuple[dict[str, Any], ...] = ()  # the user_info of each counted approver
+    tree: dict[str, Any] | None = None  # the policy with each node's progress (the console)
 
 
 @dataclass(frozen=True)

@@ -78,6 +78,7 @@ class AnsweredIn(StrEnum):
 
     API = "api"
     CLI = "cli"
+    GATEWAY = "gateway"  # the gateway itself: a deadline passed (gateway.timers)
     WEB = "web"
     SLACK = "slack"
     DISCORD = "discord"

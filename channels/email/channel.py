@@ -18,6 +18,7 @@ from channels.email import compose, imap, smtp
 from channels.email.imap import Watcher
 from channels.email.inbound import Inbox
 from channels.email.settings import EmailSettings
+from gateway.answers import describe
 from gateway.api.statuses import responses
 from gateway.errors import ChannelNotConfigured, DeliveryError, InvalidInput, NotFound, Unauthorized
 from gateway.lifecycle import Status
@@ -35,16 +36,11 @@ KEY_PURPOSE = "email-reply-token"
 
 
 def outcome_line(request: RequestView) -> str:
-    info = request.user_info or {}
-    who = info.get("name") or info.get("email") or info.get("user_id") or "someone"
-    where = info.get("channel") or "the API"
-    if request.status == Status.APPROVED:
-        return f"This request was approved by {who} ({where}). No reply is needed."
-    if request.status == Status.REJECTED:
-        return f"This request was rejected by {who} ({where}): {request.comment or ''}"
-    if request.status == Status.RESPONDED:
-        return f"This question was answered by {who} ({where}): {request.response or ''}"
-    return f"This request is {request.status}; replies no longer change it."
+    """The core's outcome sentence, and what it means for the reader of this thread."""
+    sentence = describe(request) + "."
+    if request.status == Status.PENDING:
+        return sentence
+    return f"{sentence} Replies to this email no longer change it."
 
 
 class EmailChannel:

@@ -34,10 +34,10 @@ __all__ = [
     "answer",
     "answerable",
     "describe",
-    "progress_line",
-    "reminder_text",
     "option",
     "options",
+    "progress_line",
+    "reminder_text",
 ]
 
 

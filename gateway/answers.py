@@ -11,8 +11,8 @@ from datetime import datetime
 
 from gateway.callback_ids import Verb
 from gateway.core import Core
-from gateway.decisions import allowed_responders, decide
-from gateway.errors import Conflict
+from gateway.decisions import allowed_responders, submit
+from gateway.errors import Conflict, NotAllowed
 from gateway.lifecycle import Status
 from gateway.replies import Reading
 from gateway.responders import (
@@ -117,9 +117,11 @@ async def answer(
         return made
     decision, reading = made
     try:
-        decided = await decide(core, row, decision)
+        decided = await submit(core, row, decision)
     except Conflict as conflict:
         return Refused(Refusal.DECIDED, str(conflict))
+    except NotAllowed as refused:
+        return Refused(Refusal.NOT_ALLOWED, str(refused))
     return Answered(core.view(decided, project), reading)
 
 

@@ -201,7 +201,7 @@ async def decide(core: Core, args: argparse.Namespace) -> int:
             reject_option_name=getattr(args, "option", None),
         )
         decision = decisions.function_call_decision(row, status, _cli_user())
-    updated = await decisions.decide(core, row, decision)
+    updated = await decisions.submit(core, row, decision)
     verb = {Event.APPROVE: "approved", Event.REJECT: "rejected", Event.RESPOND: "answered"}
     print(f"{updated.call_id}: {verb.get(decision.event, updated.status)}")
     return 0

@@ -16,7 +16,7 @@ from gateway.seam import Channel
 from gateway.settings import Settings
 from gateway.store import Changes, Database
 from gateway.store.rows import ApiKey, Project, Request
-from gateway.views import RequestView
+from gateway.views import RequestView, load_progress
 from gateway.waiters import Waiters
 
 LINK_TTL_SECONDS = 14 * 24 * 3600  # an emailed request link lets its recipient decide
@@ -93,5 +93,7 @@ class Core:
             user_info=json.loads(row.user_info_json) if row.user_info_json else None,
             responded_at=row.responded_at,
             route=json.loads(row.route_json),
+            progress=load_progress(row.progress_json),
+            expires_at=row.expires_at,
             secrets=secrets,
         )

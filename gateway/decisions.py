@@ -10,10 +10,10 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from gateway import webhooks
+from gateway import votes, webhooks
 from gateway.callback_ids import Verb
 from gateway.core import Caller, Core
-from gateway.errors import Conflict, IllegalTransition, InvalidInput
+from gateway.errors import Conflict, IllegalTransition, InvalidInput, NotAllowed
 from gateway.intake import add_targets, find, noun
 from gateway.lifecycle import Event, Kind, Status, transition
 from gateway.models import Escalation, FunctionCallStatusIn, HumanContactStatusIn
@@ -22,7 +22,8 @@ from gateway.routing import SERVED_BY_GATEWAY, Target, channel_targets
 from gateway.store import dumps, utcnow
 from gateway.store import outbox as outbox_store
 from gateway.store import requests as request_store
-from gateway.store.rows import Request
+from gateway.store.rows import Request, changed
+from gateway.store.rows import Vote as VoteRow
 from gateway.verbs import Decision, Refusal, Refused, decision_for
 from gateway.vocabulary import AnsweredIn, AuditEvent, ChannelName, DeliveryStatus, JobKind
 from gateway.wire import to_wire
@@ -95,6 +96,13 @@ def _after_decision(conn: Connection, core: Core, row: Request, decision: Decisi
     if decision.idempotency is not None:
         detail["idempotency"] = decision.idempotency
     request_store.add_event(conn, row.rid, AuditEvent.DECIDED, detail)
+    update_copies(conn, row)
+    outbox_store.cancel_timers(conn, row.rid)
+    webhooks.enqueue_completed(conn, core, row)
+
+
+def update_copies(conn: Connection, row: Request) -> None:
+    """Every post sent so far shows the request as it now stands."""
     for delivery in request_store.list_deliveries(conn, [row.rid]):
         if delivery.status == DeliveryStatus.SENT and delivery.channel not in SERVED_BY_GATEWAY:
             outbox_store.enqueue(
@@ -105,7 +113,6 @@ def _after_decision(conn: Connection, core: Core, row: Request, decision: Decisi
                 project_id=row.project_id,
                 max_attempts=UPDATE_ATTEMPTS,
             )
-    webhooks.enqueue_completed(conn, core, row)
 
 
 def next_status(row: Request, event: Event) -> Status:
@@ -122,6 +129,16 @@ def next_status(row: Request, event: Event) -> Status:
         ) from None
 
 
+def _fields(decision: Decision) -> dict[str, Any]:
+    return {
+        "comment": decision.comment,
+        "option_name": decision.option_name,
+        "response": decision.response,
+        "user_info_json": dumps(decision.user_info),
+        "responded_at": utcnow(),
+    }
+
+
 async def decide(core: Core, row: Request, decision: Decision) -> Request:
     """Apply a decision if the request is still pending; Conflict says who won otherwise.
 
@@ -131,13 +148,7 @@ async def decide(core: Core, row: Request, decision: Decision) -> Request:
     if retried and await core.db.read(_first_answer, row.rid, decision.idempotency):
         return row
     status = next_status(row, decision.event)
-    fields = {
-        "comment": decision.comment,
-        "option_name": decision.option_name,
-        "response": decision.response,
-        "user_info_json": dumps(decision.user_info),
-        "responded_at": utcnow(),
-    }
+    fields = _fields(decision)
 
     def compare_and_set(conn: Connection) -> tuple[Request, bool]:
         """The request as this decision left it and True, or as an earlier one did and
@@ -154,6 +165,70 @@ async def decide(core: Core, row: Request, decision: Decision) -> Request:
     if not ours:
         raise Conflict(already_decided(current))
     return current
+
+
+async def submit(core: Core, row: Request, decision: Decision) -> Request:
+    """One person's answer, from any channel, the API or the CLI. Under an approval policy
+    it is a vote and the request stays pending until the policy resolves (NotAllowed when
+    it counts for none of the request's branches); otherwise it is the decision."""
+    voting = row.policy_json is not None and decision.event in (Event.APPROVE, Event.REJECT)
+    if not voting:
+        return await decide(core, row, decision)
+    retried = row.status != Status.PENDING and decision.idempotency is not None
+    if retried and await core.db.read(_first_answer, row.rid, decision.idempotency):
+        return row
+    next_status(row, decision.event)  # a decided request: Conflict, before any vote
+
+    def vote(conn: Connection) -> tuple[Request | None, bool]:
+        current = request_store.lock(conn, row.rid)
+        assert current is not None
+        if current.status != Status.PENDING:
+            return current, _first_answer(conn, row.rid, decision.idempotency)
+        approve = decision.event == Event.APPROVE
+        counted = votes.record(
+            conn,
+            core.config,
+            current,
+            approve,
+            decision.user_info,
+            comment=decision.comment,
+            option_name=decision.option_name,
+        )
+        if counted is None:
+            return None, False
+        verdict, rows = counted
+        shown = votes.progress(verdict, rows, json.loads(current.route_json))
+        progress_json = votes.save_progress(conn, row.rid, shown)
+        if verdict.decisive is None:
+            detail = {"by": decision.user_info, "approve": approve}
+            request_store.add_event(conn, row.rid, AuditEvent.VOTED, detail)
+            update_copies(conn, current)
+            return changed(current, progress_json=progress_json), True
+        final = _decision_of(votes.decisive_row(verdict, rows), decision)
+        decided = request_store.decide(
+            conn, row.rid, next_status(current, final.event), _fields(final)
+        )
+        assert decided is not None  # locked and pending
+        _after_decision(conn, core, decided, final)
+        return decided, True
+
+    current, ours = await core.db.write(vote)
+    if current is None:
+        raise NotAllowed("your answer counts for none of the people this request waits on")
+    if not ours:
+        raise Conflict(already_decided(current))
+    return current
+
+
+def _decision_of(decisive: VoteRow, this: Decision) -> Decision:
+    """The decision the policy's decisive vote makes (it may be an earlier one)."""
+    return Decision(
+        Event.APPROVE if decisive.approve else Event.REJECT,
+        json.loads(decisive.user_info_json),
+        comment=decisive.comment,
+        option_name=decisive.option_name,
+        idempotency=this.idempotency,
+    )
 
 
 def allowed_responders(route: list[dict[str, Any]], channel: ChannelName) -> set[str] | None:
@@ -175,7 +250,7 @@ async def respond_function_call(
     row = await find(core, caller, Kind.FUNCTION_CALL, call_id)
     decision = function_call_decision(row, body, api_user_info(caller, _given(body.user_info)))
     token = idempotency_token(caller, idempotency_key, body)
-    return to_wire(await decide(core, row, replace(decision, idempotency=token)))
+    return to_wire(await submit(core, row, replace(decision, idempotency=token)))
 
 
 async def respond_human_contact(
@@ -189,7 +264,7 @@ async def respond_human_contact(
     row = await find(core, caller, Kind.HUMAN_CONTACT, call_id)
     decision = human_contact_decision(row, body, api_user_info(caller, _given(body.user_info)))
     token = idempotency_token(caller, idempotency_key, body)
-    return to_wire(await decide(core, row, replace(decision, idempotency=token)))
+    return to_wire(await submit(core, row, replace(decision, idempotency=token)))
 
 
 def _given(user_info: Any) -> dict[str, Any] | None:

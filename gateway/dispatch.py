@@ -16,13 +16,14 @@ from datetime import timedelta
 import httpx
 from sqlalchemy.engine import Connection
 
-from gateway import webhooks
+from gateway import timer_jobs, webhooks
 from gateway.core import Core
 from gateway.errors import ChannelDown, DeliveryError
 from gateway.intake import queue_delivery
 from gateway.lifecycle import Status
 from gateway.retry import RetryPolicy
 from gateway.routing import Target
+from gateway.seam import Remindable
 from gateway.store import as_utc, utcnow
 from gateway.store import outbox as outbox_store
 from gateway.store import projects as project_store
@@ -63,6 +64,8 @@ class Dispatcher:
             JobKind.DELIVER: self._deliver,
             JobKind.UPDATE: self._update,
             JobKind.WEBHOOK: self._webhook,
+            JobKind.TIMER: self._timer,
+            JobKind.REMIND: self._remind,
         }
 
     async def run(self) -> None:
@@ -224,6 +227,27 @@ class Dispatcher:
         ref = json.loads(delivery.ref_json or "{}")
         await self.core.channels[delivery.channel].update(self.core.view(row, project), target, ref)
         return _nothing
+
+    async def _timer(self, job: OutboxJob) -> Record:
+        await timer_jobs.fire(self.core, job)
+        return _nothing
+
+    async def _remind(self, job: OutboxJob) -> Record:
+        payload = json.loads(job.payload_json)
+        delivery, row, project = await self._load(payload["delivery_id"])
+        channel = self.core.channels.get(delivery.channel)
+        if row.status != Status.PENDING or not isinstance(channel, Remindable):
+            return _nothing
+        target = Target.model_validate_json(delivery.target_json)
+        mention = await self.core.db.read(timer_jobs.waiting_on, row.rid, target)
+        ref = json.loads(delivery.ref_json or "{}")
+        await channel.remind(self.core.view(row, project), target, ref, mention)
+
+        def record(conn: Connection) -> None:
+            detail = {"delivery_id": delivery.id, "number": payload["number"], "mention": mention}
+            request_store.add_event(conn, row.rid, AuditEvent.REMINDED, detail)
+
+        return record
 
     async def _webhook(self, job: OutboxJob) -> Record:
         payload = json.loads(job.payload_json)

@@ -5,20 +5,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy.engine import Connection
 
+from gateway import plans, policy
 from gateway.core import Caller, Core
 from gateway.crypto import new_rid
 from gateway.errors import Conflict, NotFound
 from gateway.lifecycle import Kind, Status
 from gateway.models import FunctionCallIn, HumanContactIn, is_call_id
-from gateway.routing import SERVED_BY_GATEWAY, Target, resolve
+from gateway.plans import Plan
+from gateway.routing import SERVED_BY_GATEWAY, Target
 from gateway.store import dumps, utcnow
 from gateway.store import outbox as outbox_store
 from gateway.store import requests as request_store
 from gateway.store.rows import Request
+from gateway.timers import schedule as schedule_timers
 from gateway.vocabulary import AuditEvent, DeliveryStatus, JobKind
 from gateway.wire import to_wire
 
@@ -53,16 +57,17 @@ def fingerprint(kind: Kind, run_id: str, spec_json: str, secrets: dict[str, str]
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def _route(core: Core, caller: Caller, kind: Kind, body: Incoming) -> list[Target]:
+def _plan(core: Core, caller: Caller, kind: Kind, body: Incoming) -> Plan:
     configured = core.config.projects.get(caller.project.name)
     project_target = (configured and configured.default_target) or caller.project.default_target
-    return resolve(
+    return plans.plan(
         core.config,
         channel=body.spec.channel,
         kind=kind,
         fn=getattr(body.spec, "fn", ""),
         run_id=body.run_id,
         key_target=caller.key.target,
+        project=configured,
         project_target=project_target,
     )
 
@@ -81,8 +86,11 @@ def _delivery_plan(core: Core, target: Target) -> tuple[DeliveryStatus, str | No
     return DeliveryStatus.QUEUED, None
 
 
-def queue_delivery(conn: Connection, rid: str, project_id: int, target: Target) -> int:
-    """A delivery row and the outbox job that sends it, in the caller's transaction."""
+def queue_delivery(
+    conn: Connection, rid: str, project_id: int, target: Target, run_at: datetime | None = None
+) -> int:
+    """A delivery row and the outbox job that sends it (at `run_at`: a delayed branch), in
+    the caller's transaction."""
     delivery_id = request_store.add_delivery(
         conn, rid, target.channel, target.model_dump(mode="json"), status=DeliveryStatus.QUEUED
     )
@@ -93,28 +101,36 @@ def queue_delivery(conn: Connection, rid: str, project_id: int, target: Target) 
         rid=rid,
         project_id=project_id,
         max_attempts=DELIVER_ATTEMPTS,
+        run_at=run_at,
     )
     return delivery_id
 
 
-def _record_route(conn: Connection, core: Core, row: Request, route: list[Target]) -> None:
+def _record_route(conn: Connection, core: Core, row: Request, plan: Plan) -> None:
     audit: list[tuple[AuditEvent, dict[str, Any]]] = [
         (AuditEvent.CREATED, {"call_id": row.call_id}),
-        (AuditEvent.ROUTED, {"targets": len(route)}),
+        (AuditEvent.ROUTED, {"targets": len(plan.targets)}),
     ]
-    audit += add_targets(conn, core, row, route)
+    audit += add_targets(conn, core, row, plan.targets, plan.delays)
     request_store.add_events(conn, row.rid, audit)
+    schedule_timers(conn, row, plan.schedule)
 
 
 def add_targets(
-    conn: Connection, core: Core, row: Request, targets: list[Target]
+    conn: Connection,
+    core: Core,
+    row: Request,
+    targets: list[Target],
+    delays: list[float] | None = None,
 ) -> list[tuple[AuditEvent, dict[str, Any]]]:
-    """A delivery per target (queued, sent or unconfigured); returns the audit entries."""
+    """A delivery per target (queued, sent or unconfigured); returns the audit entries. A
+    delayed target's delivery is queued for its time (the console shows every request)."""
     audit: list[tuple[AuditEvent, dict[str, Any]]] = []
-    for target in targets:
+    for target, delay in zip(targets, delays or [0.0] * len(targets), strict=True):
         status, error = _delivery_plan(core, target)
         if status is DeliveryStatus.QUEUED:
-            queue_delivery(conn, row.rid, row.project_id, target)
+            run_at = row.requested_at + timedelta(seconds=delay) if delay else None
+            queue_delivery(conn, row.rid, row.project_id, target, run_at)
             continue
         ref = {"url": core.link(row.rid)} if status is DeliveryStatus.SENT else None
         delivery_id = request_store.add_delivery(
@@ -150,8 +166,9 @@ async def create(core: Core, caller: Caller, kind: Kind, body: Incoming) -> dict
     spec, secrets = _spec_and_secrets(body)
     spec_json = dumps(spec)
     body_hash = fingerprint(kind, body.run_id, spec_json, secrets)
-    route = _route(core, caller, kind, body)
-    route_wire = [target.model_dump(mode="json") for target in route]
+    planned = _plan(core, caller, kind, body)
+    route_wire = [target.model_dump(mode="json") for target in planned.targets]
+    requested_at = utcnow()
     row = Request(
         rid=new_rid(),
         project_id=caller.project_id,
@@ -164,7 +181,9 @@ async def create(core: Core, caller: Caller, kind: Kind, body: Incoming) -> dict
         sealed_secrets=core.box.seal(dumps(secrets)) if secrets else None,
         route_json=dumps(route_wire),
         status=Status.PENDING.value,
-        requested_at=utcnow(),
+        requested_at=requested_at,
+        policy_json=None if planned.policy is None else dumps(policy.to_dict(planned.policy)),
+        expires_at=planned.expires_at(requested_at, body.spec.expires_at),
     )
 
     def insert(conn: Connection) -> Request:
@@ -173,7 +192,7 @@ async def create(core: Core, caller: Caller, kind: Kind, body: Incoming) -> dict
             existing = request_store.get_by_call_id(conn, caller.project_id, body.call_id)
             assert existing is not None  # the insert found it
             return existing
-        _record_route(conn, core, row, route)
+        _record_route(conn, core, row, planned)
         return row
 
     stored = await core.db.write(insert)

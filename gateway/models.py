@@ -13,13 +13,16 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
+    AwareDatetime,
     BaseModel,
     ConfigDict,
     Field,
     SecretStr,
+    SerializerFunctionWrapHandler,
     StrictBool,
     StringConstraints,
     ValidationInfo,
+    model_serializer,
     model_validator,
 )
 
@@ -265,6 +268,14 @@ class PhoneChannel(WireModel):
     context_about_user: str | None = None
 
 
+MAX_POLICY_DEPTH = 4  # any_of/all_of nesting; deeper trees are a mistake, not a policy
+MAX_BRANCHES = 20
+MAX_DELAY_SECONDS = 30 * 24 * 3600
+Branches = Annotated[
+    list["DelayedChannel | ContactChannel"], Field(min_length=1, max_length=MAX_BRANCHES)
+]
+
+
 class ContactChannel(WireModel):
     slack: SlackChannel | None = None
     sms: PhoneChannel | None = None
@@ -273,6 +284,57 @@ class ContactChannel(WireModel):
     discord: DiscordChannel | None = None
     team: Id | None = None
     person: Id | None = None
+    # Composite channels, HumanLayer's documented shape: any one branch (any_of) or every
+    # branch (all_of) must approve; a branch may be {"timeout": seconds, "channel": {...}}.
+    any_of: Branches | None = None
+    all_of: Branches | None = None
+    approvals_required: Annotated[int, Field(ge=1, le=100)] | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_policy(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without_none(handler(self), "any_of", "all_of", "approvals_required")
+
+    @model_validator(mode="after")
+    def _one_mode(self) -> ContactChannel:
+        if self.any_of is not None and self.all_of is not None:
+            raise ValueError("give any_of or all_of, not both (nest one inside the other)")
+        if _policy_depth(self) > MAX_POLICY_DEPTH:
+            raise ValueError(f"any_of/all_of may nest at most {MAX_POLICY_DEPTH} deep")
+        if any(_has_bot_token(branch) for branch in _branches(self)):
+            # Only the top-level one is sealed away from the stored spec.
+            raise ValueError("slack.bot_token is only accepted in the top-level channel.slack")
+        return self
+
+
+class DelayedChannel(WireModel):
+    """A composite branch contacted only `timeout` seconds after the request was made."""
+
+    timeout: Annotated[float, Field(ge=0, le=MAX_DELAY_SECONDS)]
+    channel: ContactChannel
+
+
+ContactChannel.model_rebuild()
+
+
+def _without_none(dumped: dict[str, Any], *names: str) -> dict[str, Any]:
+    """Extensions appear in a stored spec only when given: a body without them keeps the
+    very JSON (and idempotency fingerprint) it had before they existed."""
+    return {k: v for k, v in dumped.items() if k not in names or v is not None}
+
+
+def _branches(channel: ContactChannel) -> list[ContactChannel]:
+    branches = channel.any_of or channel.all_of or []
+    return [b.channel if isinstance(b, DelayedChannel) else b for b in branches]
+
+
+def _policy_depth(channel: ContactChannel) -> int:
+    inner = _branches(channel)
+    return 1 + max((_policy_depth(c) for c in inner), default=0) if inner else 0
+
+
+def _has_bot_token(channel: ContactChannel) -> bool:
+    own = channel.slack is not None and channel.slack.bot_token is not None
+    return own or any(_has_bot_token(branch) for branch in _branches(channel))
 
 
 # The pydantic mypy plugin calls its generated __init__'s catch-all **kwargs too.
@@ -283,6 +345,12 @@ class FunctionCallSpec(WireModel):  # type: ignore[no-redef]
     channel: ContactChannel | None = None
     reject_options: Annotated[Options | None, AfterValidator(_unique_names)] = None
     state: JSONObject | None = None
+    # When an undecided call fails closed (rejected as expired); see gateway.timers.
+    expires_at: AwareDatetime | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_deadline(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without_none(handler(self), "expires_at")
 
 
 class HumanContactSpec(WireModel):
@@ -291,6 +359,11 @@ class HumanContactSpec(WireModel):
     channel: ContactChannel | None = None
     response_options: Annotated[Options | None, AfterValidator(_unique_names)] = None
     state: JSONObject | None = None
+    expires_at: AwareDatetime | None = None  # then an unanswered question is expired
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_deadline(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without_none(handler(self), "expires_at")
 
 
 class FunctionCallIn(WireModel):

@@ -1,7 +1,7 @@
 """Routing: from a request to the targets that should see it.
 
-First match wins: the request's own `spec.channel`, a rule from the config file, the API
-key's default target, the project's default target, then the web console alone.
+The config file's people, teams, rules and projects, and how a target reference expands;
+`gateway.plans` decides which targets a request gets.
 """
 
 from __future__ import annotations
@@ -9,18 +9,91 @@ from __future__ import annotations
 import tomllib
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
 
 from gateway.errors import InvalidInput
 from gateway.lifecycle import Kind
-from gateway.models import ContactChannel
+from gateway.models import MAX_DELAY_SECONDS, ContactChannel
 from gateway.vocabulary import ChannelName
 
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(value: object) -> object:
+    """ "90s", "30m", "2h", "1d", or a number of seconds."""
+    if isinstance(value, str) and value[-1:] in _UNITS and value[:-1].strip():
+        try:
+            return float(value[:-1]) * _UNITS[value[-1]]
+        except ValueError:
+            pass
+    if isinstance(value, str):
+        raise ValueError(f"{value!r} is not a duration: use seconds or e.g. 90s, 30m, 2h, 1d")
+    return value
+
+
+Duration = Annotated[float, BeforeValidator(parse_duration), Field(ge=0, le=MAX_DELAY_SECONDS)]
+
+
+class EscalationStep(Strict):
+    after: Duration
+    target: str  # team:NAME, person:NAME or web: added to the request after `after`
+
+
+class Timing(Strict):
+    """Deadlines, reminders and escalation (gateway.timers); a rule's setting wins over its
+    team's, a team's over its project's."""
+
+    expires_after: Duration | None = None
+    expired_response: str | None = None  # a question's answer at its deadline
+    remind_every: Duration | None = None
+    max_reminders: Annotated[int, Field(ge=1, le=20)] | None = None
+    escalate: list[EscalationStep] | None = None
+
+
+class DelayedTarget(Strict):
+    timeout: Duration
+    target: str
+
+
+class PolicyConfig(Strict):
+    """A policy in the config file: any_of / all_of over targets, each a `team:NAME`,
+    `person:NAME`, `web`, a {timeout, target} delayed branch or a nested policy."""
+
+    any_of: list[str | DelayedTarget | PolicyConfig] | None = None
+    all_of: list[str | DelayedTarget | PolicyConfig] | None = None
+    approvals_required: Annotated[int, Field(ge=1, le=100)] | None = None
+
+    @model_validator(mode="after")
+    def _one_mode(self) -> PolicyConfig:
+        if (self.any_of is None) == (self.all_of is None):
+            raise ValueError("a policy needs exactly one of any_of or all_of")
+        return self
+
+    def refs(self) -> list[str]:
+        """Every target reference in the tree."""
+        found: list[str] = []
+        for branch in self.any_of or self.all_of or []:
+            if isinstance(branch, str):
+                found.append(branch)
+            elif isinstance(branch, DelayedTarget):
+                found.append(branch.target)
+            else:
+                found += branch.refs()
+        return found
 
 
 class Person(Strict):
@@ -34,22 +107,32 @@ class Person(Strict):
     projects: list[str] = Field(default_factory=lambda: ["default"])
 
 
-class Team(Strict):
+class Team(Timing):
     members: list[str] = Field(default_factory=list)
     slack_channel: str | None = None
     discord_channel: str | None = None
     email: str | None = None
+    approvals_required: Annotated[int, Field(ge=1, le=100)] | None = None  # distinct people
 
 
-class Rule(Strict):
+class Rule(Timing):
     fn: str = "*"
     run_id: str = "*"
     kind: Kind | None = None
-    target: str
+    target: str | None = None
+    policy: PolicyConfig | None = None  # instead of `target`
+
+    def matches(self, kind: Kind, fn: str, run_id: str) -> bool:
+        return (
+            (self.kind is None or self.kind == kind)
+            and fnmatchcase(fn, self.fn)
+            and fnmatchcase(run_id, self.run_id)
+        )
 
 
-class ProjectConfig(Strict):
+class ProjectConfig(Timing):
     default_target: str | None = None
+    policy: PolicyConfig | None = None  # instead of `default_target`
 
 
 class WebhookConfig(Strict):
@@ -86,11 +169,21 @@ class RoutingConfig(Strict):
                 if member not in self.people:
                     raise ValueError(f"team {team_name!r} lists unknown person {member!r}")
         for index, rule in enumerate(self.rules):
-            self.expand(rule.target, via=f"rule {index + 1}")
+            self._check_refs(rule, f"rule {index + 1}", rule.target)
         for name, project in self.projects.items():
-            if project.default_target:
-                self.expand(project.default_target, via=f"project {name}")
+            self._check_refs(project, f"project {name}", project.default_target)
+        for name, team in self.teams.items():
+            self._check_refs(team, f"team {name}", None)
         return self
+
+    def _check_refs(self, where: Timing, via: str, target: str | None) -> None:
+        policy: PolicyConfig | None = getattr(where, "policy", None)
+        if isinstance(where, Rule) and (target is None) == (policy is None):
+            raise ValueError(f"{via}: give a target or a policy (one of them)")
+        refs = [*([target] if target else []), *(policy.refs() if policy else [])]
+        refs += [step.target for step in where.escalate or []]
+        for ref in refs:
+            self.expand(ref, via=via)
 
     def expand(self, ref: str, *, via: str) -> list[Target]:
         """Targets for `team:NAME`, `person:NAME` or `web`; InvalidInput names what is wrong."""
@@ -220,31 +313,3 @@ def channel_targets(config: RoutingConfig, channel: ContactChannel) -> list[Targ
         if value is not None:
             targets.append(_target(phone, {"phone_number": value.phone_number}, [], via))
     return targets
-
-
-def resolve(
-    config: RoutingConfig,
-    *,
-    channel: ContactChannel | None,
-    kind: Kind,
-    fn: str,
-    run_id: str,
-    key_target: str | None,
-    project_target: str | None,
-) -> list[Target]:
-    if channel is not None:
-        targets = channel_targets(config, channel)
-        if targets:
-            return targets
-    for index, rule in enumerate(config.rules):
-        if (
-            (rule.kind is None or rule.kind == kind)
-            and fnmatchcase(fn, rule.fn)
-            and fnmatchcase(run_id, rule.run_id)
-        ):
-            return config.expand(rule.target, via=f"rule {index + 1}")
-    if key_target:
-        return config.expand(key_target, via="api key")
-    if project_target:
-        return config.expand(project_target, via="project")
-    return [web_target("default")]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -48,3 +49,13 @@ class Sent:
 
     ref: dict[str, Any]
     slack_message_ts: str | None = None
+
+
+def load_progress(progress_json: str | None) -> Progress | None:
+    """A request's stored progress (`progress_json`), as channels see it."""
+    if not progress_json:
+        return None
+    stored = json.loads(progress_json)
+    return Progress(
+        stored["approvals"], stored["needed"], tuple(stored["approvers"]), stored["tree"]
+    )

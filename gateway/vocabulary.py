@@ -30,6 +30,8 @@ class JobKind(StrEnum):
     DELIVER = "deliver"  # send a delivery through its channel
     UPDATE = "update"  # show the decision on a post sent earlier
     WEBHOOK = "webhook"  # POST a signed event to one endpoint
+    TIMER = "timer"  # a request's deadline, reminder or escalation comes due (gateway.timers)
+    REMIND = "remind"  # nudge the people one delivery still waits on
 
 
 class JobStatus(StrEnum):
@@ -49,7 +51,9 @@ class AuditEvent(StrEnum):
     DELIVERED = "delivered"
     DELIVERY_FAILED = "delivery_failed"
     DELIVERY_FALLBACK = "delivery_fallback"  # a refused delivery goes elsewhere instead
+    VOTED = "voted"  # one person's answer under a policy that did not decide it yet
     DECIDED = "decided"
+    REMINDED = "reminded"
     ESCALATED = "escalated"
     WEBHOOK_DELIVERED = "webhook_delivered"
     WEBHOOK_FAILED = "webhook_failed"

@@ -49,4 +49,17 @@ def to_wire(
         # Extensions the SDK ignores: where the request went, and its lifecycle status.
         "route": json.loads(row.route_json) if route is None else route,
         "gateway_status": row.status,
+        **_policy_fields(row),
     }
+
+
+def _policy_fields(row: Request) -> dict[str, Any]:
+    """Extensions present only for requests that have them: the approval policy's progress
+    and the deadline."""
+    fields: dict[str, Any] = {}
+    if row.policy_json is not None:
+        fields["policy"] = json.loads(row.policy_json)
+        fields["policy_progress"] = json.loads(row.progress_json) if row.progress_json else None
+    if row.expires_at is not None:
+        fields["expires_at"] = iso(row.expires_at)
+    return fields

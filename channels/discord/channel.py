@@ -1,4 +1,5 @@
-"""The Discord channel: post a request (channel or DM), edit it once decided, take clicks.
+"""The Discord channel: post a request (channel or DM), edit it as approvals come in and once
+decided, reply under it to remind, take clicks.
 
 REST calls (send, edit) work as soon as the bot has logged in; clicks arrive over the
 gateway websocket, which discord.py keeps open, resuming or re-identifying after a drop.
@@ -15,10 +16,10 @@ import discord
 
 from channels.discord.bot import GatewayBot, button_view, point_at
 from channels.discord.interactions import Interactions
-from channels.discord.render import approval, decided, question
+from channels.discord.render import approval, decided, in_progress, question, reminder
 from channels.discord.settings import DiscordSettings
 from gateway.errors import ChannelDown, ChannelNotConfigured, DeliveryError
-from gateway.lifecycle import Kind
+from gateway.lifecycle import Kind, Status
 from gateway.routing import Target
 from gateway.supervisor import Link, Supervisor, require_up, supervise
 from gateway.views import RequestView, Sent
@@ -179,14 +180,36 @@ class DiscordChannel:
         return await bot.create_dm(discord.Object(int(target.address["user_id"])))
 
     async def update(self, request: RequestView, target: Target, ref: dict[str, Any], /) -> None:
+        if request.status == Status.PENDING:  # approved by some, under a policy: keep buttons
+            embed, buttons = in_progress(request)
+            view: discord.ui.View | None = button_view(buttons)
+        else:
+            embed, view = decided(request), None
         bot = await self.bot()
         channel = bot.get_partial_messageable(int(ref["channel_id"]))
         try:
-            await channel.get_partial_message(int(ref["message_id"])).edit(
-                embed=decided(request), view=None
-            )
+            await channel.get_partial_message(int(ref["message_id"])).edit(embed=embed, view=view)
         except discord.NotFound:
             log.info("discord: message %s was deleted; nothing to edit", ref["message_id"])
+        except _ERRORS as error:
+            raise as_delivery_error(error) from None
+
+    async def remind(
+        self, request: RequestView, target: Target, ref: dict[str, Any], mention: list[str], /
+    ) -> None:
+        """Reply under the post, pinging only `mention`; a deleted post leaves a plain message."""
+        content, mentions = reminder(request, mention)
+        reply_to = discord.MessageReference(
+            message_id=int(ref["message_id"]),
+            channel_id=int(ref["channel_id"]),
+            fail_if_not_exists=False,
+        )
+        bot = await self.bot()
+        channel = bot.get_partial_messageable(int(ref["channel_id"]))
+        try:
+            await channel.send(content=content, reference=reply_to, allowed_mentions=mentions)
+        except discord.NotFound:
+            log.info("discord: channel %s is gone; no reminder", ref["channel_id"])
         except _ERRORS as error:
             raise as_delivery_error(error) from None
 

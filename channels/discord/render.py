@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import discord
 
-from gateway.answers import describe
+from gateway.answers import describe, reminder_text
 from gateway.callback_ids import Verb, encode
 from gateway.lifecycle import Kind, Status
 from gateway.responders import Responder, plain_who
@@ -31,6 +31,8 @@ DESCRIPTION_LIMIT = 4096
 MAX_FIELDS = 25
 EMBED_TOTAL_LIMIT = 6000
 MAX_BUTTONS = 25  # five rows of five
+CONTENT_LIMIT = 2000
+MAX_MENTIONED_USERS = 100  # allowed_mentions.users holds at most 100 ids
 PENDING, APPROVED, REJECTED = 0x5865F2, 0x57F287, 0xED4245
 
 Style = Literal["success", "danger", "secondary", "primary"]
@@ -153,7 +155,24 @@ def _when(moment: datetime) -> str:
 
 def decided(request: RequestView) -> discord.Embed:
     """The message after a decision: an Outcome field, a new colour, no buttons."""
-    line = outcome(request)
+    embed = _with_field(request, "Outcome", outcome(request))
+    embed.colour = {Status.APPROVED: APPROVED, Status.REJECTED: REJECTED}.get(
+        request.status, PENDING
+    )
+    return embed
+
+
+def in_progress(request: RequestView) -> tuple[discord.Embed, list[ButtonSpec]]:
+    """A request some approvers approved and others still may: the posted embed and buttons,
+    plus a Progress field ("1 of 2 approvals: …")."""
+    embed, buttons = (approval if request.kind == Kind.FUNCTION_CALL else question)(request)
+    if request.progress is None:  # nothing counted yet: the post as sent
+        return embed, buttons
+    return _with_field(request, "Progress", outcome(request)), buttons
+
+
+def _with_field(request: RequestView, name: str, line: str) -> discord.Embed:
+    """The request's embed with one last field, kwargs cut to leave it room."""
     title = (
         f"Agent {escape(request.run_id)} wants to call {escape(str(request.spec.get('fn', '')))}"
         if request.kind == Kind.FUNCTION_CALL
@@ -168,10 +187,16 @@ def decided(request: RequestView) -> discord.Embed:
         _fields(embed, request.spec.get("kwargs") or {}, request.link, reserve=reserve)
         if len(embed.fields) == MAX_FIELDS:
             embed.remove_field(MAX_FIELDS - 1)
-    embed.colour = {Status.APPROVED: APPROVED, Status.REJECTED: REJECTED}.get(
-        request.status, PENDING
-    )
-    embed.add_field(
-        name="Outcome", value=truncate(line, FIELD_VALUE_LIMIT, request.link), inline=False
-    )
+    embed.add_field(name=name, value=truncate(line, FIELD_VALUE_LIMIT, request.link), inline=False)
     return embed
+
+
+def reminder(request: RequestView, mention: list[str]) -> tuple[str, discord.AllowedMentions]:
+    """A reminder's content and the only people it may ping: `mention`, as many as fit."""
+    text = escape(reminder_text(request))
+    users = [user_id for user_id in mention if user_id.isdigit()][:MAX_MENTIONED_USERS]
+    while users and len(text) + sum(len(f"<@{u}> ") for u in users) > CONTENT_LIMIT:
+        users.pop()
+    mentions = discord.AllowedMentions.none()
+    mentions.users = [discord.Object(int(user_id)) for user_id in users]
+    return "".join(f"<@{u}> " for u in users) + text, mentions

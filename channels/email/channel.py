@@ -18,7 +18,7 @@ from channels.email import compose, imap, smtp
 from channels.email.imap import Watcher
 from channels.email.inbound import Inbox
 from channels.email.settings import EmailSettings
-from gateway.answers import describe
+from gateway.answers import describe, reminder_text
 from gateway.api.statuses import responses
 from gateway.errors import ChannelNotConfigured, DeliveryError, InvalidInput, NotFound, Unauthorized
 from gateway.lifecycle import Status
@@ -119,6 +119,22 @@ class EmailChannel:
             return
         note = compose.notice(ref, outcome_line(request), self.settings, self.key(), request.rid)
         await self._send(note, [*ref["to"], *ref.get("cc", []), *ref.get("bcc", [])])
+
+    async def remind(
+        self, request: RequestView, target: Target, ref: dict[str, Any], mention: list[str], /
+    ) -> None:
+        """A reminder in the request's thread to the addresses that have not answered
+        (`mention`; the target's address when empty), answerable like the request."""
+        people = list(dict.fromkeys(mention)) or [str(target.address["address"])]
+        if self.core is not None and request.link is not None and len(people) == 1:
+            # As in `send`: a link only its one addressee may decide from.
+            request = replace(request, link=self.core.link(request.rid, people[0]))
+        # A retried reminder job sends a second copy with a new Message-ID: the seam gives no
+        # reminder number to derive a stable one from.
+        message = compose.reminder(
+            request, ref, people, reminder_text(request), self.settings, self.key()
+        )
+        await self._send(message, people)
 
     async def _inbound(self, request: Request) -> dict[str, str]:
         secret = self.settings.email_inbound_secret

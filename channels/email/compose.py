@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass, field
+from email import policy
+from email.headerregistry import BaseHeader, HeaderRegistry, MessageIDHeader
 from email.message import EmailMessage
 from email.utils import formatdate
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
@@ -36,6 +38,13 @@ _files = jinja2.Environment(
     keep_trailing_newline=True,
 )
 _sandbox = SandboxedEnvironment(autoescape=True)
+# The email package writes an id longer than a line (ours run ~80 characters) in In-Reply-To
+# and References as an RFC 2047 encoded word, which no client threads on; parsed as one
+# msg-id they go out as they are. Only for messages whose two headers each hold one id.
+_one_id = HeaderRegistry()
+for _name in ("in-reply-to", "references"):  # typeshed has the mixin apart from BaseHeader
+    _one_id.map_to_type(_name, cast("type[BaseHeader]", MessageIDHeader))
+_thread_policy = policy.default.clone(header_factory=_one_id)
 
 
 @dataclass(frozen=True)
@@ -192,22 +201,54 @@ def reply_to(
     return message
 
 
-def notice(
-    ref: dict[str, Any], text: str, settings: EmailSettings, key: bytes, rid: str
+def _in_thread(
+    ref: dict[str, Any],
+    to: list[str],
+    settings: EmailSettings,
+    key: bytes,
+    rid: str,
+    *,
+    cc: list[str] | None = None,
+    stable: str | None = None,
 ) -> EmailMessage:
-    """A note in a request's thread to everyone it went to (decided elsewhere, expired)."""
-    message = EmailMessage()
+    """The headers of a message in a request's thread: under the email `send` made (`ref`)."""
+    message = EmailMessage(policy=_thread_policy)
     message["From"] = settings.sender
-    message["To"] = ", ".join(ref["to"])
-    if ref.get("cc"):
-        message["Cc"] = ", ".join(ref["cc"])
+    message["To"] = ", ".join(to)
+    if cc:
+        message["Cc"] = ", ".join(cc)
     message["Subject"] = f"Re: {ref['subject']}"
     message["Date"] = formatdate(localtime=False)
-    # The same note sent again (a retried update) keeps its Message-ID: one note in the thread.
-    stable = f"notice\n{ref['message_id']}\n{text}"
     message["Message-ID"] = tokens.message_id(rid, key, settings.domain, stable=stable)
     message["In-Reply-To"] = ref["message_id"]
     message["References"] = ref["message_id"]
     message["Auto-Submitted"] = "auto-generated"
+    return message
+
+
+def notice(
+    ref: dict[str, Any], text: str, settings: EmailSettings, key: bytes, rid: str
+) -> EmailMessage:
+    """A note in a request's thread to everyone it went to (decided elsewhere, expired)."""
+    # The same note sent again (a retried update) keeps its Message-ID: one note in the thread.
+    stable = f"notice\n{ref['message_id']}\n{text}"
+    message = _in_thread(ref, ref["to"], settings, key, rid, cc=ref.get("cc"), stable=stable)
     message.set_content(text + "\n")
+    return message
+
+
+def reminder(
+    request: RequestView,
+    ref: dict[str, Any],
+    to: list[str],
+    text: str,
+    settings: EmailSettings,
+    key: bytes,
+) -> EmailMessage:
+    """A reminder in the request's thread to `to`, answerable like the request itself: the
+    same Reply-To token, and the same instructions under the reminder sentence `text`."""
+    message = _in_thread(ref, to, settings, key, request.rid)
+    message["Reply-To"] = tokens.reply_address(settings.reply_base, request.rid, key)
+    context = _context(request, None) | {"reminder": text}
+    message.set_content(_files.get_template("reminder.txt.j2").render(context))
     return message

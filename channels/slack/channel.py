@@ -1,4 +1,5 @@
-"""The Slack channel's outbound side: post a request, edit it once decided."""
+"""The Slack channel's outbound side: post a request, edit it as it progresses and once
+decided, remind the people it waits on."""
 
 from __future__ import annotations
 
@@ -18,15 +19,16 @@ from channels.slack.install import Installations
 from channels.slack.listeners import SlackListeners
 from channels.slack.pacing import Pacer
 from channels.slack.render import (
-    approval_message,
-    contact_message,
     decided_message,
     outcome_line,
+    posted_message,
+    progress_message,
+    reminder_line,
 )
 from channels.slack.settings import SlackSettings
 from gateway.core import Core
 from gateway.errors import ChannelNotConfigured, DeliveryError
-from gateway.lifecycle import Kind, Status
+from gateway.lifecycle import Status
 from gateway.routing import Target
 from gateway.supervisor import Link, Supervisor, require_up, supervise
 from gateway.views import RequestView, Sent
@@ -67,6 +69,13 @@ OUTCOME_EVENT = "gateway_outcome"  # message metadata that marks the gateway's t
 def outcome_metadata(request: RequestView) -> dict[str, Any]:
     payload = {"rid": request.rid, "status": request.status}
     return {"event_type": OUTCOME_EVENT, "event_payload": payload}
+
+
+REMINDER_EVENT = "gateway_reminder"  # message metadata that marks a reminder in the thread
+
+
+def reminder_metadata(request: RequestView) -> dict[str, Any]:
+    return {"event_type": REMINDER_EVENT, "event_payload": {"rid": request.rid}}
 
 
 async def _noted(client: AsyncWebClient, ref: dict[str, Any], request: RequestView) -> bool:
@@ -152,8 +161,7 @@ class SlackChannel:
 
     async def send(self, request: RequestView, target: Target, /) -> Sent:
         channel = str(target.address.get("channel") or "")
-        render = approval_message if request.kind == Kind.FUNCTION_CALL else contact_message
-        message = render(request, target.responders)
+        message = posted_message(request, target.responders)
         extra: dict[str, Any] = {}
         if target.address.get("thread_ts"):
             extra["thread_ts"] = target.address["thread_ts"]
@@ -172,19 +180,41 @@ class SlackChannel:
 
     async def update(self, request: RequestView, target: Target, ref: dict[str, Any], /) -> None:
         """Edit the post to show the outcome, and note it once in the thread: a retried update
-        edits to the same state and finds the note it posted before."""
-        message = decided_message(request)
+        edits to the same state and finds the note it posted before. A pending request (an
+        approval policy still counting) keeps its buttons and shows its progress, unnoted."""
+        pending = request.status == Status.PENDING
+        if pending:
+            message = progress_message(request, target.responders)
+        else:
+            message = decided_message(request)
         require_up(self.name, self.connection)
         try:
             client = await self.client(request, target)
             await client.chat_update(channel=ref["channel"], ts=ref["ts"], **message)
-            if request.status != Status.PENDING and not await _noted(client, ref, request):
+            if not pending and not await _noted(client, ref, request):
                 await client.chat_postMessage(
                     channel=ref["channel"],
                     thread_ts=ref["ts"],
                     text=outcome_line(request),
                     metadata=outcome_metadata(request),
                 )
+        except (SlackApiError, ClientError, TimeoutError) as error:
+            raise as_delivery_error(error) from None
+
+    async def remind(
+        self, request: RequestView, target: Target, ref: dict[str, Any], mention: list[str], /
+    ) -> None:
+        """Reply in the post's thread, mentioning the people the request still waits on."""
+        require_up(self.name, self.connection)
+        await self.pacer.wait_turn(ref["channel"])
+        try:
+            client = await self.client(request, target)
+            await client.chat_postMessage(
+                channel=ref["channel"],
+                thread_ts=ref["ts"],
+                text=reminder_line(request, mention),
+                metadata=reminder_metadata(request),
+            )
         except (SlackApiError, ClientError, TimeoutError) as error:
             raise as_delivery_error(error) from None
 

@@ -12,7 +12,7 @@ import re
 from datetime import datetime
 from typing import Any
 
-from gateway.answers import describe
+from gateway.answers import describe, reminder_text
 from gateway.callback_ids import Verb, encode
 from gateway.lifecycle import Kind, Status
 from gateway.responders import Responder, plain_who
@@ -158,13 +158,32 @@ def _date(moment: datetime) -> str:
     return f"<!date^{int(moment.timestamp())}^{{date_short_pretty}} {{time}}|{moment.isoformat()}>"
 
 
+def posted_message(request: RequestView, responders: list[str] | None = None) -> dict[str, Any]:
+    """The message `send` posts: an approval for a function call, else a question."""
+    render = approval_message if request.kind == Kind.FUNCTION_CALL else contact_message
+    return render(request, responders)
+
+
+def progress_message(request: RequestView, responders: list[str] | None = None) -> dict[str, Any]:
+    """A pending request's post as first sent, buttons kept, plus where its approval policy
+    stands ("1 of 2 approvals: Alice (Slack)") above the buttons (chat.update)."""
+    posted = posted_message(request, responders)
+    if request.progress is None:  # nothing counted yet: the post as it was sent
+        return posted
+    blocks = posted["blocks"]
+    at = next((i for i, b in enumerate(blocks) if b["type"] == "actions"), len(blocks))
+    line = {"type": "context", "elements": [_mrkdwn(outcome_line(request))]}
+    return posted | {"blocks": [*blocks[:at], line, *blocks[at:]]}
+
+
+def reminder_line(request: RequestView, mentions: list[str]) -> str:
+    """`<@U1> <@U2> Reminder: …`: the people still awaited, then the core's reminder."""
+    return " ".join([*(mention(m) for m in mentions), escape(reminder_text(request))])
+
+
 def decided_message(request: RequestView) -> dict[str, Any]:
     """The original message with its buttons replaced by the outcome (chat.update)."""
-    posted = (
-        approval_message(request)
-        if request.kind == Kind.FUNCTION_CALL
-        else contact_message(request)
-    )
+    posted = posted_message(request)
     kept = [block for block in posted["blocks"] if block["type"] != "actions"]
     if request.kind == Kind.HUMAN_CONTACT:
         kept = kept[:-1]  # "Reply in this thread" no longer applies

@@ -155,3 +155,17 @@ def list_jobs(
 def get_job(conn: Connection, job_id: int) -> OutboxJob | None:
     row = (conn.execute(sa.select(_job).where(_job.c.id == job_id))).first()
     return None if row is None else OutboxJob(**row._mapping)
+
+
+def cancel_timers(conn: Connection, rid: str) -> None:
+    """A decided request's timers and reminders will not run (delayed deliveries skip)."""
+    query = (
+        sa.update(_job)
+        .where(
+            _job.c.rid == rid,
+            _job.c.status == JobStatus.PENDING,
+            _job.c.kind.in_([JobKind.TIMER, JobKind.REMIND]),
+        )
+        .values(status=JobStatus.DONE, last_error="cancelled: the request was decided")
+    )
+    conn.execute(query)

@@ -80,6 +80,26 @@ def decide(conn: Connection, rid: str, status: Status, fields: dict[str, Any]) -
     return decided
 
 
+def lock(conn: Connection, rid: str) -> Request | None:
+    """The request, locked until the transaction ends (PostgreSQL: replicas voting on it at
+    once take turns; SQLite has one writer anyway)."""
+    query = sa.select(_request).where(_request.c.rid == rid)
+    if conn.dialect.name == "postgresql":
+        query = query.with_for_update()
+    return _to_request(conn.execute(query).first())
+
+
+def set_progress(conn: Connection, rid: str, progress_json: str) -> None:
+    conn.execute(
+        sa.update(_request).where(_request.c.rid == rid).values(progress_json=progress_json)
+    )
+    request_changed(conn, rid)
+
+
+def set_policy(conn: Connection, rid: str, policy_json: str) -> None:
+    conn.execute(sa.update(_request).where(_request.c.rid == rid).values(policy_json=policy_json))
+
+
 def get_with_project(conn: Connection, rid: str) -> tuple[Request | None, str | None]:
     """A request by rid, and its project's name."""
     row = get_by_rid(conn, rid)

@@ -54,6 +54,9 @@ class Request:
     slack_message_ts: str | None = None
     requested_at: datetime
     responded_at: datetime | None = None
+    policy_json: str | None = None
+    progress_json: str | None = None
+    expires_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,6 +65,19 @@ class RequestEvent:
     rid: str
     type: str
     detail_json: str
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Vote:
+    id: int | None = None
+    rid: str
+    person: str
+    approve: bool
+    targets_json: str
+    user_info_json: str
+    comment: str | None = None
+    option_name: str | None = None
     at: datetime
 
 

@@ -62,6 +62,11 @@ class Request(SQLModel, table=True):
     slack_message_ts: str | None = Field(default=None, max_length=64, index=True)
     requested_at: datetime = Field(sa_column=_ts())
     responded_at: datetime | None = Field(default=None, sa_column=_ts(nullable=True))
+    # An approval policy (gateway.policy) when the first answer does not simply decide,
+    # and where its votes stand (rewritten with each vote, so reads need no vote query).
+    policy_json: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
+    progress_json: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
+    expires_at: datetime | None = Field(default=None, sa_column=_ts(nullable=True))
 
 
 class RequestEvent(SQLModel, table=True):
@@ -73,6 +78,22 @@ class RequestEvent(SQLModel, table=True):
     rid: str = Field(foreign_key="request.rid", index=True, max_length=32)
     type: str = Field(max_length=32)
     detail_json: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    at: datetime = Field(sa_column=_ts())
+
+
+class Vote(SQLModel, table=True):
+    """One person's answer to a request under a policy; replayed by gateway.policy."""
+
+    __tablename__ = "vote"
+
+    id: int | None = Field(default=None, primary_key=True)
+    rid: str = Field(foreign_key="request.rid", index=True, max_length=32)
+    person: str = Field(max_length=512)
+    approve: bool
+    targets_json: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    user_info_json: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    comment: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
+    option_name: str | None = Field(default=None, max_length=255)
     at: datetime = Field(sa_column=_ts())
 
 

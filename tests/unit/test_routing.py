@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from gateway.errors import InvalidInput
+from gateway.lifecycle import Kind
 from gateway.models import (
     ContactChannel,
     DiscordChannel,
@@ -15,7 +16,8 @@ from gateway.models import (
     EmailRecipient,
     SlackChannel,
 )
-from gateway.routing import RoutingConfig, Target, load_config, resolve
+from gateway.plans import plan
+from gateway.routing import RoutingConfig, Target, load_config
 
 CONFIG = """
 [people.alice]
@@ -90,15 +92,16 @@ def call(
     key_target: str | None = None,
     project_target: str | None = None,
 ) -> list[Target]:
-    return resolve(
+    return plan(
         config,
         channel=channel,
-        kind=kind,
+        kind=Kind(kind),
         fn=fn,
         run_id=run_id,
         key_target=key_target,
+        project=None,
         project_target=project_target,
-    )
+    ).targets
 
 
 # --- loading ---------------------------------------------------------------------------

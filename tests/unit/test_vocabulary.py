@@ -31,7 +31,7 @@ DOCUMENTED: dict[type[StrEnum], set[str]] = {
     Kind: {"function_call", "human_contact"},
     Status: {"pending", "approved", "rejected", "responded", "expired", "cancelled"},
     DeliveryStatus: {"queued", "sent", "retrying", "failed", "skipped", "unconfigured"},
-    JobKind: {"deliver", "update", "webhook"},
+    JobKind: {"deliver", "update", "webhook", "timer", "remind"},
     JobStatus: {"pending", "running", "done", "dead"},
     AuditEvent: {
         "created",
@@ -39,7 +39,9 @@ DOCUMENTED: dict[type[StrEnum], set[str]] = {
         "delivered",
         "delivery_failed",
         "delivery_fallback",
+        "voted",
         "decided",
+        "reminded",
         "escalated",
         "webhook_delivered",
         "webhook_failed",
@@ -47,7 +49,7 @@ DOCUMENTED: dict[type[StrEnum], set[str]] = {
         "email_reply_ignored",
     },
     ChannelName: {"web", "slack", "discord", "email", "sms", "whatsapp"},
-    AnsweredIn: {"api", "cli", "web", "slack", "discord", "email"},
+    AnsweredIn: {"api", "cli", "gateway", "web", "slack", "discord", "email"},
 }
 
 # Where each vocabulary is stored. AnsweredIn lives inside user_info_json (text): no limit.
@@ -103,8 +105,9 @@ def test_registry_is_keyed_by_channel_names() -> None:
     assert set(SERVED_BY_GATEWAY) <= set(REGISTRY)
 
 
-def test_answered_in_is_the_channels_plus_the_api_and_cli() -> None:
-    assert {a.value for a in AnsweredIn} == {*REGISTRY, AnsweredIn.API, AnsweredIn.CLI}
+def test_answered_in_is_the_channels_plus_the_api_cli_and_gateway() -> None:
+    others = {AnsweredIn.API, AnsweredIn.CLI, AnsweredIn.GATEWAY}
+    assert {a.value for a in AnsweredIn} == {*REGISTRY, *others}
 
 
 def test_jobs_api_parameter_lists_the_job_statuses() -> None:

@@ -1,0 +1,214 @@
+"""From a request and the routing config to its plan: the targets to contact (and when), the
+approval policy over them, and its deadline, reminders and escalation.
+
+First match wins for the targets: the request's own `spec.channel` (with HumanLayer's
+composite `any_of` / `all_of`), a rule from the config file, the API key's default target,
+the project's policy or default target, then the web console alone. Timing settings are
+looked up separately, field by field: the matching rule's, then the named team's, then the
+project's, so a rule can put a deadline on requests an agent routes itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TypeVar
+
+from gateway.lifecycle import Kind
+from gateway.models import ContactChannel, DelayedChannel
+from gateway.policy import Group, Leaf, Mode, Node
+from gateway.routing import (
+    DelayedTarget,
+    EscalationStep,
+    PolicyConfig,
+    ProjectConfig,
+    RoutingConfig,
+    Target,
+    Timing,
+    channel_targets,
+    web_target,
+)
+
+DEFAULT_MAX_REMINDERS = 3
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """The timers of one request, in seconds after it was made."""
+
+    expires_after: float | None = None
+    expired_response: str | None = None
+    remind_every: float | None = None
+    max_reminders: int = DEFAULT_MAX_REMINDERS
+    escalate: tuple[EscalationStep, ...] = ()
+
+    def reminders(self) -> list[float]:
+        """When each reminder is due: every `remind_every`, before the deadline."""
+        if not self.remind_every:
+            return []
+        due = [self.remind_every * n for n in range(1, self.max_reminders + 1)]
+        return [at for at in due if self.expires_after is None or at < self.expires_after]
+
+
+@dataclass(frozen=True)
+class Plan:
+    targets: list[Target]
+    delays: list[float]  # per target: seconds after the request before it is contacted
+    policy: Node | None  # None: the first answer decides (no quorum, no all_of, no delay)
+    schedule: Schedule = field(default_factory=Schedule)
+
+    def expires_at(self, requested_at: datetime, given: datetime | None) -> datetime | None:
+        """The request's own `expires_at`, else its configured `expires_after`."""
+        if given is not None:
+            return given
+        after = self.schedule.expires_after
+        return None if after is None else requested_at + timedelta(seconds=after)
+
+
+class _Builder:
+    """Collects targets while a policy tree is built over them."""
+
+    def __init__(self, config: RoutingConfig) -> None:
+        self.config = config
+        self.targets: list[Target] = []
+        self.teams: list[str] = []  # teams named, for their timing settings
+
+    def leaves(self, targets: list[Target]) -> list[Node]:
+        start = len(self.targets)
+        self.targets += targets
+        return [Leaf(start + offset) for offset in range(len(targets))]
+
+    def ref(self, ref: str, via: str, delay: float = 0.0) -> Node:
+        """`team:NAME` (with the team's approvals_required), `person:NAME` or `web`."""
+        nodes = self.leaves(self.config.expand(ref, via=via))
+        kind, _, name = ref.partition(":")
+        required = 1
+        if kind == "team":
+            self.teams.append(name)
+            required = self.config.teams[name].approvals_required or 1
+        return _group(Mode.ANY_OF, nodes, delay, required)
+
+    def policy(self, policy: PolicyConfig, via: str, delay: float = 0.0) -> Node:
+        mode = Mode.ALL_OF if policy.all_of is not None else Mode.ANY_OF
+        nodes = []
+        for branch in policy.all_of or policy.any_of or []:
+            if isinstance(branch, str):
+                nodes.append(self.ref(branch, via))
+            elif isinstance(branch, DelayedTarget):
+                nodes.append(self.ref(branch.target, via, branch.timeout))
+            else:
+                nodes.append(self.policy(branch, via))
+        return _group(mode, nodes, delay, policy.approvals_required or 1)
+
+    def channel(self, channel: ContactChannel, delay: float = 0.0) -> Node | None:
+        """A request's `spec.channel`: its own channels, then its composite branches."""
+        nodes: list[Node] = []
+        if channel.team:
+            nodes.append(self.ref(f"team:{channel.team}", "spec.channel"))
+        if channel.person:
+            nodes.append(self.ref(f"person:{channel.person}", "spec.channel"))
+        direct = channel.model_copy(update={"team": None, "person": None})
+        nodes += self.leaves(channel_targets(self.config, direct))
+        for branch in channel.any_of or channel.all_of or []:
+            if isinstance(branch, DelayedChannel):
+                node = self.channel(branch.channel, branch.timeout)
+            else:
+                node = self.channel(branch)
+            if node is not None:
+                nodes.append(node)
+        if not nodes:
+            return None
+        mode = Mode.ALL_OF if channel.all_of is not None else Mode.ANY_OF
+        return _group(mode, nodes, delay, channel.approvals_required or 1)
+
+
+def _group(mode: Mode, nodes: list[Node], delay: float, required: int) -> Node:
+    """A group, or its only child when the group would add nothing."""
+    if len(nodes) == 1 and required == 1:
+        only = nodes[0]
+        return _delayed_by(only, delay) if delay else only
+    return Group(mode, tuple(nodes), delay, required)
+
+
+def _delayed_by(node: Node, delay: float) -> Node:
+    if isinstance(node, Leaf):
+        return Leaf(node.target, node.delay + delay, node.approvals_required)
+    return Group(node.mode, node.children, node.delay + delay, node.approvals_required)
+
+
+def plan(
+    config: RoutingConfig,
+    *,
+    channel: ContactChannel | None,
+    kind: Kind,
+    fn: str,
+    run_id: str,
+    key_target: str | None,
+    project: ProjectConfig | None,
+    project_target: str | None,
+) -> Plan:
+    builder = _Builder(config)
+    rule = next((r for r in config.rules if r.matches(kind, fn, run_id)), None)
+    via = f"rule {config.rules.index(rule) + 1}" if rule else ""
+    root = builder.channel(channel) if channel is not None else None
+    if root is None and rule is not None and rule.policy is not None:
+        root = builder.policy(rule.policy, via)
+    if root is None and rule is not None and rule.target is not None:
+        root = builder.ref(rule.target, via)
+    if root is None and key_target:
+        root = builder.ref(key_target, "api key")
+    if root is None and project is not None and project.policy is not None:
+        root = builder.policy(project.policy, "project")
+    if root is None and project_target:
+        root = builder.ref(project_target, "project")
+    if root is None:
+        root = builder.leaves([web_target("default")])[0]
+    teams = [config.teams[name] for name in builder.teams]
+    return Plan(
+        targets=builder.targets,
+        delays=_delays(root, len(builder.targets)),
+        policy=None if _first_answer_decides(root) else root,
+        schedule=_schedule([rule, *teams, project]),
+    )
+
+
+def _delays(root: Node, count: int) -> list[float]:
+    delays = [0.0] * count
+
+    def walk(node: Node, offset: float) -> None:
+        start = offset + node.delay
+        if isinstance(node, Leaf):
+            delays[node.target] = start
+        else:
+            for child in node.children:
+                walk(child, start)
+
+    walk(root, 0.0)
+    return delays
+
+
+def _first_answer_decides(node: Node) -> bool:
+    """Whether the tree is today's behaviour: any one answer, anywhere, right away."""
+    if node.delay or node.approvals_required != 1:
+        return False
+    if isinstance(node, Leaf):
+        return True
+    return node.mode is Mode.ANY_OF and all(map(_first_answer_decides, node.children))
+
+
+def _schedule(sources: list[Timing | None]) -> Schedule:
+    """Each setting from the first source that has it (rule, teams, project)."""
+    found = [source for source in sources if source is not None]
+
+    def first(pick: Callable[[Timing], T | None]) -> T | None:
+        return next((value for s in found if (value := pick(s)) is not None), None)
+
+    return Schedule(
+        expires_after=first(lambda s: s.expires_after),
+        expired_response=first(lambda s: s.expired_response),
+        remind_every=first(lambda s: s.remind_every),
+        max_reminders=first(lambda s: s.max_reminders) or DEFAULT_MAX_REMINDERS,
+        escalate=tuple(first(lambda s: s.escalate) or ()),
+    )

@@ -1,0 +1,158 @@
+"""Answers under an approval policy: each is a vote, replayed by `gateway.policy` in the
+transaction that records it, so concurrent votes see each other and only the vote that
+resolves the root decides.
+
+A person is one voter however many copies they click: a configured person by any of their
+Slack, Discord or email ids (or their console sign-in name), else the platform's own id.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from gateway import policy
+from gateway.routing import RoutingConfig
+from gateway.store import as_utc, dumps, utcnow
+from gateway.store import requests as request_store
+from gateway.store import votes as vote_store
+from gateway.store.rows import Request
+from gateway.store.rows import Vote as VoteRow
+from gateway.views import Progress
+from gateway.vocabulary import AnsweredIn
+
+# The API, the CLI and the console's operator sign-in speak for an operator: their vote
+# counts in every branch (and still as one person toward a quorum).
+OPERATORS = frozenset({AnsweredIn.API, AnsweredIn.CLI})
+
+
+def person_of(config: RoutingConfig, info: dict[str, Any]) -> str:
+    """The voter's identity: `person:NAME` when the config knows them, else `via:id`."""
+    via, ident = str(info.get("channel") or ""), str(info.get("user_id") or "")
+    email = str(info.get("email") or (ident if via == AnsweredIn.EMAIL else "")).lower()
+    for name, person in config.people.items():
+        if (
+            (via == AnsweredIn.SLACK and ident == person.slack)
+            or (via == AnsweredIn.DISCORD and ident == person.discord)
+            or (email and email == (person.email or "").lower())
+        ):
+            return f"person:{name}"
+    return f"{via}:{ident or email}"
+
+
+def _ids_of(config: RoutingConfig, person: str) -> set[str]:
+    """Every platform id a configured person answers with."""
+    configured = config.people.get(person.removeprefix("person:"))
+    if not person.startswith("person:") or configured is None:
+        return set()
+    return {i for i in (configured.slack, configured.discord, configured.email) if i}
+
+
+def counted_targets(
+    config: RoutingConfig, route: list[dict[str, Any]], info: dict[str, Any], person: str
+) -> frozenset[int]:
+    """The route targets this voter answers for: the channel they answered in, if it lets
+    them; any target that lists one of their ids; every target for an operator."""
+    via, ident = str(info.get("channel") or ""), str(info.get("user_id") or "")
+    if via in OPERATORS or (via == AnsweredIn.WEB and ident == "operator"):
+        return frozenset(range(len(route)))
+    ids = {i.lower() for i in _ids_of(config, person) | {ident}}
+    found = set()
+    for index, target in enumerate(route):
+        responders = target.get("responders")
+        open_here = responders is None and target["channel"] == via
+        if open_here or (responders is not None and ids & {r.lower() for r in responders}):
+            found.add(index)
+    return frozenset(found)
+
+
+def seconds_since(row: Request, moment: datetime) -> float:
+    return (as_utc(moment) - as_utc(row.requested_at)).total_seconds()
+
+
+def record(
+    conn: Connection,
+    config: RoutingConfig,
+    row: Request,
+    approve: bool,
+    user_info: dict[str, Any],
+    *,
+    comment: str | None,
+    option_name: str | None,
+) -> tuple[policy.Verdict, list[VoteRow]] | None:
+    """Store one vote and replay them all; None when it counts for no target (not theirs)."""
+    route = json.loads(row.route_json)
+    person = person_of(config, user_info)
+    targets = counted_targets(config, route, user_info, person)
+    tree = policy.from_dict(json.loads(row.policy_json or "{}"))
+    now = utcnow()
+    if not targets & policy.active_targets(tree, seconds_since(row, now)):
+        return None
+    vote = VoteRow(
+        rid=row.rid,
+        person=person,
+        approve=approve,
+        targets_json=dumps(sorted(targets)),
+        user_info_json=dumps(user_info),
+        comment=comment,
+        option_name=option_name,
+        at=now,
+    )
+    vote_store.add(conn, vote)
+    rows = vote_store.list_for(conn, row.rid)
+    votes = [_replayed(row, v) for v in rows]
+    return policy.evaluate(tree, votes, now=seconds_since(row, now)), rows
+
+
+def _replayed(row: Request, vote: VoteRow) -> policy.Vote:
+    targets = frozenset(json.loads(vote.targets_json))
+    return policy.Vote(vote.person, vote.approve, targets, seconds_since(row, vote.at))
+
+
+def decisive_row(verdict: policy.Verdict, rows: list[VoteRow]) -> VoteRow:
+    """The stored vote the verdict names (the evaluator works on replayed copies)."""
+    decisive = verdict.decisive
+    assert decisive is not None
+    return next(v for v in rows if v.person == decisive.person and v.approve == decisive.approve)
+
+
+def progress(verdict: policy.Verdict, rows: list[VoteRow], route: list[dict[str, Any]]) -> Progress:
+    """Where the request stands, for every copy and the console."""
+    approvals, needed = policy.summary(verdict.progress)
+    first_info: dict[str, dict[str, Any]] = {}
+    for vote in rows:
+        first_info.setdefault(vote.person, json.loads(vote.user_info_json))
+    approvers = tuple(first_info[p] for p in verdict.progress.approved_by)
+    return Progress(approvals, needed, approvers, _tree(verdict.progress, route, first_info))
+
+
+def _tree(
+    node: policy.Progress, route: list[dict[str, Any]], infos: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    names = [str(infos[p].get("name") or p) for p in node.approved_by if p in infos]
+    shown: dict[str, Any] = {
+        "required": node.required,
+        "approved": node.approved,
+        "active": node.active,
+        "approved_by": names,
+    }
+    if node.target is not None:
+        target = route[node.target]
+        return shown | {"channel": target["channel"], "via": target.get("via")}
+    children = [_tree(child, route, infos) for child in node.children]
+    return shown | {"mode": str(node.mode), "children": children}
+
+
+def save_progress(conn: Connection, rid: str, shown: Progress) -> str:
+    stored = {
+        "approvals": shown.approvals,
+        "needed": shown.needed,
+        "approvers": list(shown.approvers),
+        "tree": shown.tree,
+    }
+    progress_json = dumps(stored)
+    request_store.set_progress(conn, rid, progress_json)
+    return progress_json

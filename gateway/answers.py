@@ -13,7 +13,7 @@ from gateway.callback_ids import Verb
 from gateway.core import Core
 from gateway.decisions import allowed_responders, submit
 from gateway.errors import Conflict, NotAllowed
-from gateway.lifecycle import Status
+from gateway.lifecycle import Kind, Status
 from gateway.replies import Reading
 from gateway.responders import (
     Responder,
@@ -29,12 +29,14 @@ from gateway.vocabulary import AnsweredIn, ChannelName
 
 __all__ = [
     "Answered",
+    "Form",
     "Refusal",
     "Refused",
     "answer",
     "answerable",
     "describe",
     "option",
+    "option_form",
     "options",
     "progress_line",
     "reminder_text",
@@ -138,6 +140,28 @@ async def answerable(core: Core, rid: str, responder: Responder) -> tuple[Reques
     if row.status != Status.PENDING:
         return Refused(Refusal.DECIDED, already_decided(row))
     return row, project
+
+
+@dataclass(frozen=True)
+class Form:
+    """A form to open before answering: its title and the text it starts with."""
+
+    title: str
+    prefill: str | None
+
+
+async def option_form(core: Core, rid: str, responder: Responder, index: int | None) -> Form | None:
+    """An interactive reject option opens a form, prefilled with its prompt_fill, instead
+    of answering at once; None when this click answers directly (or is refused: the answer
+    path then says why)."""
+    found = await answerable(core, rid, responder)
+    if isinstance(found, Refused):
+        return None
+    row, _project = found
+    chosen = option(row, index)
+    if chosen is None or row.kind != Kind.FUNCTION_CALL or not chosen.get("interactive"):
+        return None
+    return Form(chosen.get("title") or chosen["name"], chosen.get("prompt_fill"))
 
 
 def _channel_of(responder: Responder) -> ChannelName | None:

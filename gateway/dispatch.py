@@ -241,7 +241,8 @@ class Dispatcher:
         target = Target.model_validate_json(delivery.target_json)
         mention = await self.core.db.read(timer_jobs.waiting_on, row.rid, target)
         ref = json.loads(delivery.ref_json or "{}")
-        await channel.remind(self.core.view(row, project), target, ref, mention)
+        view = self.core.view(row, project)
+        await channel.remind(view, target, ref, mention, number=payload["number"])
 
         def record(conn: Connection) -> None:
             detail = {"delivery_id": delivery.id, "number": payload["number"], "mention": mention}

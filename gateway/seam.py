@@ -40,10 +40,18 @@ class Remindable(Protocol):
     """A channel that can nudge the people a pending request still waits on."""
 
     async def remind(
-        self, request: RequestView, target: Target, ref: dict[str, Any], mention: list[str], /
+        self,
+        request: RequestView,
+        target: Target,
+        ref: dict[str, Any],
+        mention: list[str],
+        /,
+        *,
+        number: int = 1,
     ) -> None:
         """Reply under the post `send` made (its `ref`) with `reminder_text(request)`,
-        mentioning `mention` (this target's platform ids or addresses that have not answered)."""
+        mentioning `mention` (this target's platform ids or addresses that have not answered).
+        `number` counts the request's reminders: a retry of the same one posts it once."""
         ...
 
 

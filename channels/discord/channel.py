@@ -63,11 +63,12 @@ def as_delivery_error(error: Exception) -> DeliveryError:
 _ERRORS = (discord.DiscordException, aiohttp.ClientError, OSError, TimeoutError)
 
 
-def nonce(rid: str, target: Target) -> str:
+def nonce(rid: str, target: Target, what: str = "") -> str:
     """Discord drops a second message with the same nonce (enforce_nonce), so a send
     retried after a crash does not post twice; at most 25 characters."""
     where = target.address.get("channel_id") or target.address.get("user_id")
-    return hashlib.sha256(f"{rid}:{where}".encode()).hexdigest()[:25]
+    suffix = f":{what}" if what else ""  # the request's own post keeps its old nonce
+    return hashlib.sha256(f"{rid}:{where}{suffix}".encode()).hexdigest()[:25]
 
 
 def fallback(target: Target) -> dict[str, Any] | None:
@@ -195,9 +196,17 @@ class DiscordChannel:
             raise as_delivery_error(error) from None
 
     async def remind(
-        self, request: RequestView, target: Target, ref: dict[str, Any], mention: list[str], /
+        self,
+        request: RequestView,
+        target: Target,
+        ref: dict[str, Any],
+        mention: list[str],
+        /,
+        *,
+        number: int = 1,
     ) -> None:
-        """Reply under the post, pinging only `mention`; a deleted post leaves a plain message."""
+        """Reply under the post, pinging only `mention`; a deleted post leaves a plain message.
+        The nonce makes a retried reminder post once."""
         content, mentions = reminder(request, mention)
         reply_to = discord.MessageReference(
             message_id=int(ref["message_id"]),
@@ -207,7 +216,12 @@ class DiscordChannel:
         bot = await self.bot()
         channel = bot.get_partial_messageable(int(ref["channel_id"]))
         try:
-            await channel.send(content=content, reference=reply_to, allowed_mentions=mentions)
+            await channel.send(
+                content=content,
+                reference=reply_to,
+                allowed_mentions=mentions,
+                nonce=nonce(request.rid, target, f"reminder {number}"),
+            )
         except discord.NotFound:
             log.info("discord: channel %s is gone; no reminder", ref["channel_id"])
         except _ERRORS as error:

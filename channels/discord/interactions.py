@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING, Any
 import discord
 
 from channels.discord.render import decided
-from gateway.answers import Answered, Refused, answer, answerable, option
+from gateway.answers import Answered, Refused, answer, answerable, option_form
 from gateway.callback_ids import CallbackId, Verb, decode, encode
-from gateway.lifecycle import Kind
 from gateway.responders import Responder
 from gateway.vocabulary import AnsweredIn
 
@@ -87,15 +86,10 @@ class Interactions:
 
     async def _interactive(self, interaction: discord.Interaction[Any], click: CallbackId) -> bool:
         """An interactive option opens its form, prefilled; True when it did."""
-        found = await answerable(self.core, click.rid, responder(interaction))
-        if isinstance(found, Refused):
-            return False  # the answer path says why
-        row, _project = found
-        chosen = option(row, click.index)
-        if chosen is None or row.kind != Kind.FUNCTION_CALL or not chosen.get("interactive"):
+        form = await option_form(self.core, click.rid, responder(interaction), click.index)
+        if form is None:
             return False
-        title = chosen.get("title") or chosen["name"]
-        await self._open(interaction, click, title, WHY, prefill=chosen.get("prompt_fill"))
+        await self._open(interaction, click, form.title, WHY, prefill=form.prefill)
         return True
 
     async def _open(

@@ -121,7 +121,14 @@ class EmailChannel:
         await self._send(note, [*ref["to"], *ref.get("cc", []), *ref.get("bcc", [])])
 
     async def remind(
-        self, request: RequestView, target: Target, ref: dict[str, Any], mention: list[str], /
+        self,
+        request: RequestView,
+        target: Target,
+        ref: dict[str, Any],
+        mention: list[str],
+        /,
+        *,
+        number: int = 1,
     ) -> None:
         """A reminder in the request's thread to the addresses that have not answered
         (`mention`; the target's address when empty), answerable like the request."""
@@ -129,10 +136,9 @@ class EmailChannel:
         if self.core is not None and request.link is not None and len(people) == 1:
             # As in `send`: a link only its one addressee may decide from.
             request = replace(request, link=self.core.link(request.rid, people[0]))
-        # A retried reminder job sends a second copy with a new Message-ID: the seam gives no
-        # reminder number to derive a stable one from.
+        # A retried reminder keeps its Message-ID, so mail clients show one copy.
         message = compose.reminder(
-            request, ref, people, reminder_text(request), self.settings, self.key()
+            request, ref, people, reminder_text(request), self.settings, self.key(), number
         )
         await self._send(message, people)
 

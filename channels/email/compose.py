@@ -244,10 +244,13 @@ def reminder(
     text: str,
     settings: EmailSettings,
     key: bytes,
+    number: int = 1,
 ) -> EmailMessage:
     """A reminder in the request's thread to `to`, answerable like the request itself: the
-    same Reply-To token, and the same instructions under the reminder sentence `text`."""
-    message = _in_thread(ref, to, settings, key, request.rid)
+    same Reply-To token, and the same instructions under the reminder sentence `text`. Its
+    Message-ID depends on the reminder's `number` only, so a retry sends the same message."""
+    stable = f"reminder\n{ref['message_id']}\n{number}"
+    message = _in_thread(ref, to, settings, key, request.rid, stable=stable)
     message["Reply-To"] = tokens.reply_address(settings.reply_base, request.rid, key)
     context = _context(request, None) | {"reminder": text}
     message.set_content(_files.get_template("reminder.txt.j2").render(context))

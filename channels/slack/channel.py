@@ -74,12 +74,13 @@ def outcome_metadata(request: RequestView) -> dict[str, Any]:
 REMINDER_EVENT = "gateway_reminder"  # message metadata that marks a reminder in the thread
 
 
-def reminder_metadata(request: RequestView) -> dict[str, Any]:
-    return {"event_type": REMINDER_EVENT, "event_payload": {"rid": request.rid}}
+def reminder_metadata(request: RequestView, number: int = 1) -> dict[str, Any]:
+    return {"event_type": REMINDER_EVENT, "event_payload": {"rid": request.rid, "number": number}}
 
 
-async def _noted(client: AsyncWebClient, ref: dict[str, Any], request: RequestView) -> bool:
-    """Whether the thread already holds this outcome's note (an earlier attempt posted it)."""
+async def _in_thread(client: AsyncWebClient, ref: dict[str, Any], wanted: dict[str, Any]) -> bool:
+    """Whether the thread already holds a message with this metadata (an earlier attempt
+    posted it)."""
     try:
         thread = await client.conversations_replies(
             channel=ref["channel"], ts=ref["ts"], include_all_metadata=True, limit=200
@@ -87,7 +88,6 @@ async def _noted(client: AsyncWebClient, ref: dict[str, Any], request: RequestVi
     except SlackApiError as error:  # e.g. a BYO app without *:history: post rather than skip
         log.warning("slack: cannot read the thread to find an earlier note: %s", error)
         return False
-    wanted = outcome_metadata(request)
     return any(message.get("metadata") == wanted for message in thread.get("messages") or [])
 
 
@@ -191,7 +191,7 @@ class SlackChannel:
         try:
             client = await self.client(request, target)
             await client.chat_update(channel=ref["channel"], ts=ref["ts"], **message)
-            if not pending and not await _noted(client, ref, request):
+            if not pending and not await _in_thread(client, ref, outcome_metadata(request)):
                 await client.chat_postMessage(
                     channel=ref["channel"],
                     thread_ts=ref["ts"],
@@ -202,18 +202,29 @@ class SlackChannel:
             raise as_delivery_error(error) from None
 
     async def remind(
-        self, request: RequestView, target: Target, ref: dict[str, Any], mention: list[str], /
+        self,
+        request: RequestView,
+        target: Target,
+        ref: dict[str, Any],
+        mention: list[str],
+        /,
+        *,
+        number: int = 1,
     ) -> None:
-        """Reply in the post's thread, mentioning the people the request still waits on."""
+        """Reply in the post's thread, mentioning the people the request still waits on;
+        a retried reminder finds the one it posted before."""
         require_up(self.name, self.connection)
         await self.pacer.wait_turn(ref["channel"])
+        metadata = reminder_metadata(request, number)
         try:
             client = await self.client(request, target)
+            if await _in_thread(client, ref, metadata):
+                return
             await client.chat_postMessage(
                 channel=ref["channel"],
                 thread_ts=ref["ts"],
                 text=reminder_line(request, mention),
-                metadata=reminder_metadata(request),
+                metadata=metadata,
             )
         except (SlackApiError, ClientError, TimeoutError) as error:
             raise as_delivery_error(error) from None

@@ -19,9 +19,8 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from channels.slack.render import escape
-from gateway.answers import Answered, Refused, answer, answerable, option
+from gateway.answers import Answered, Refused, answer, answerable, option_form
 from gateway.callback_ids import BUTTON_PATTERN, CallbackId, Verb, decode
-from gateway.lifecycle import Kind
 from gateway.reader import find_by_slack_message
 from gateway.responders import Responder
 from gateway.vocabulary import AnsweredIn
@@ -126,18 +125,14 @@ class SlackListeners:
             return  # a button that is not ours
         who = responder(body.get("user") or {}, _team(body))
         if click.verb == Verb.REJECT:
+            found = await answerable(self.core, click.rid, who)
+            if isinstance(found, Refused):  # nobody types a reason for nothing
+                await _ephemeral(respond)(found.message)
+                return
             await self._open(client, body, click.rid, title="Reject", prefill=None, choice=None)
             return
-        if click.verb == Verb.OPTION:
-            found = await answerable(self.core, click.rid, who)
-            chosen = option(found[0], click.index) if not isinstance(found, Refused) else None
-            if chosen is not None and chosen.get("interactive"):
-                title = chosen.get("title") or chosen["name"]
-                prefill = chosen.get("prompt_fill")
-                await self._open(
-                    client, body, click.rid, title=title, prefill=prefill, choice=click.index
-                )
-                return
+        if click.verb == Verb.OPTION and await self._interactive(client, body, click, who):
+            return
         who = await self._person(client, who)
         await self._answer(click.rid, click.verb, who, _ephemeral(respond), choice=click.index)
 
@@ -145,15 +140,12 @@ class SlackListeners:
         self, client: AsyncWebClient, body: dict[str, Any], click: CallbackId, who: Responder
     ) -> bool:
         """An interactive option opens its form, prefilled; True when it did."""
-        found = await answerable(self.core, click.rid, who)
-        if isinstance(found, Refused):
-            return False  # the answer path says why
-        row, _project = found
-        chosen = option(row, click.index)
-        if chosen is None or row.kind != Kind.FUNCTION_CALL or not chosen.get("interactive"):
+        form = await option_form(self.core, click.rid, who, click.index)
+        if form is None:
             return False
-        title, prefill = chosen.get("title") or chosen["name"], chosen.get("prompt_fill")
-        await self._open(client, body, click.rid, title=title, prefill=prefill, choice=click.index)
+        await self._open(
+            client, body, click.rid, title=form.title, prefill=form.prefill, choice=click.index
+        )
         return True
 
     async def _open(

@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from channels.web.auth import Viewer
-from gateway.answers import Refusal, Refused, answer
+from gateway.answers import Refusal, Refused, answer, describe
 from gateway.callback_ids import Verb
 from gateway.core import Core
+from gateway.lifecycle import Status
 from gateway.responders import Responder
 from gateway.vocabulary import AnsweredIn
 
@@ -54,6 +55,8 @@ async def decide(core: Core, rid: str, form: dict[str, str], viewer: Viewer) -> 
     result = await answer(core, rid, verb, responder(viewer), text=text, choice=choice)
     if isinstance(result, Refused):
         return Outcome(False, _STATUS[result.why], result.message)
+    if result.request.status == Status.PENDING:  # a vote under a policy that did not decide
+        return Outcome(True, 200, f"Your vote is recorded: {describe(result.request)}.")
     return Outcome(True, 200, recorded(result.request.status, viewer.name))
 
 

@@ -218,6 +218,7 @@ def _filters(request: Request) -> console.Filters:
         run_id=query.get("run_id") or None,
         fn=query.get("fn") or None,
         text=query.get("q") or None,
+        mine=bool(query.get("mine")),
     )
 
 
@@ -237,7 +238,13 @@ async def _listing(request: Request, *, pending: bool, template: str) -> Respons
     if viewer is None:
         return _to_sign_in(request)
     filters = _filters(request)
-    found = await console.search(core, projects=_projects(viewer), pending=pending, filters=filters)
+    found = await console.search(
+        core,
+        projects=_projects(viewer),
+        pending=pending,
+        filters=filters,
+        user_info=actions.responder(viewer).user_info(),
+    )
     projects = await console.project_names(core, viewer.sees)
     rows = [render.summary(row, project) for row, project in found]
     name = "queue_rows.html" if request.query_params.get("partial") else template
@@ -260,7 +267,9 @@ async def _visible(core: Core, viewer: Viewer, rid: str) -> tuple[RequestRow, st
 
 async def _detail(core: Core, row: RequestRow, project: str) -> dict[str, Any]:
     deliveries, events = await console.trail(core, row.rid)
-    return render.detail(row, project, deliveries, events)
+    progress = await console.standing(core, row)
+    timer = await console.next_timer(core, row.rid) if row.status == Status.PENDING else None
+    return render.detail(row, project, deliveries, events, progress=progress, timer=timer)
 
 
 @router.get("/console/requests/{rid}")

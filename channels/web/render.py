@@ -11,11 +11,13 @@ from typing import Any
 import jinja2
 from fastapi.responses import HTMLResponse
 
+from channels.web import policies
 from gateway.channel_status import channel_state
-from gateway.lifecycle import Kind
+from gateway.lifecycle import Kind, Status
 from gateway.seam import Channel
 from gateway.store.rows import Delivery, OutboxJob, Request, RequestEvent, WebhookEndpoint
 from gateway.store.values import as_utc, utcnow
+from gateway.views import Progress
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "web"
 STATIC = {"console.css": "text/css", "live.js": "text/javascript"}
@@ -102,15 +104,23 @@ def summary(row: Request, project: str) -> dict[str, Any]:
 
 
 def detail(
-    row: Request, project: str, deliveries: list[Delivery], events: list[RequestEvent]
+    row: Request,
+    project: str,
+    deliveries: list[Delivery],
+    events: list[RequestEvent],
+    *,
+    progress: Progress | None = None,
+    timer: OutboxJob | None = None,
 ) -> dict[str, Any]:
-    """Everything on a request's page."""
+    """Everything on a request's page; under a policy, where it stands (`progress`), and
+    while pending, its deadline and next timer."""
     spec = json.loads(row.spec_json)
     timeline = [
         {"type": e.type, "at": as_utc(e.at).isoformat(timespec="seconds"), "detail": e.detail_json}
         for e in events
     ]
     options = spec.get("reject_options") or spec.get("response_options") or []
+    pending = row.status == Status.PENDING
     return summary(row, project) | {
         "kwargs": json.dumps(spec.get("kwargs") or {}, indent=2, ensure_ascii=False),
         "msg": spec.get("msg"),
@@ -133,6 +143,10 @@ def detail(
         ],
         "events": timeline,
         "webhooks": [e for e in timeline if e["type"].startswith("webhook")],
+        "policy": policies.shown(row, progress),
+        "deadline": policies.iso(row.expires_at) if row.expires_at and pending else None,
+        "deadline_in": policies.until(row.expires_at) if row.expires_at and pending else None,
+        "next_timer": policies.timer(timer) if pending else None,
     }
 
 

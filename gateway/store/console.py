@@ -16,7 +16,7 @@ from gateway.store import requests as request_store
 from gateway.store import tables
 from gateway.store.rows import Delivery, OutboxJob, Request, RequestEvent
 from gateway.store.values import dumps, utcnow
-from gateway.vocabulary import DeliveryStatus, JobKind
+from gateway.vocabulary import DeliveryStatus, JobKind, JobStatus
 
 _login = tables.ConsoleLogin.__table__  # type: ignore[attr-defined]
 _session = tables.ConsoleSession.__table__  # type: ignore[attr-defined]
@@ -24,6 +24,7 @@ _request = tables.Request.__table__  # type: ignore[attr-defined]
 _project = tables.Project.__table__  # type: ignore[attr-defined]
 _delivery = tables.Delivery.__table__  # type: ignore[attr-defined]
 _job = tables.OutboxJob.__table__  # type: ignore[attr-defined]
+_vote = tables.Vote.__table__  # type: ignore[attr-defined]
 
 
 def create_login(conn: Connection, token_hash: str, email: str | None, ttl: timedelta) -> datetime:
@@ -168,6 +169,7 @@ class Filters:
     run_id: str | None = None
     fn: str | None = None
     text: str | None = None  # history search: call id, run id, function, comment, answer
+    mine: bool = False  # the queue: only what the signed-in person may still answer (the core)
 
 
 def search_requests(
@@ -249,6 +251,26 @@ def project_ids(conn: Connection, names: Sequence[str]) -> list[int]:
 
 def deliveries_and_events(conn: Connection, rid: str) -> tuple[list[Delivery], list[RequestEvent]]:
     return request_store.list_deliveries(conn, [rid]), request_store.list_events(conn, rid)
+
+
+def voted_on(conn: Connection, rids: Sequence[str], person: str) -> set[str]:
+    """Which of `rids` this voter (`gateway.votes.person_of`) has voted on: one query."""
+    if not rids:
+        return set()
+    query = sa.select(_vote.c.rid).where(_vote.c.rid.in_(list(rids)), _vote.c.person == person)
+    return {str(rid) for rid in conn.execute(query).scalars()}
+
+
+def next_timer(conn: Connection, rid: str) -> OutboxJob | None:
+    """The request's next timer still to run (deadline, reminder or escalation), if any."""
+    query = (
+        sa.select(_job)
+        .where(_job.c.rid == rid, _job.c.kind == JobKind.TIMER, _job.c.status == JobStatus.PENDING)
+        .order_by(_job.c.run_at, _job.c.id)
+        .limit(1)
+    )
+    row = conn.execute(query).first()
+    return None if row is None else OutboxJob(**row._mapping)
 
 
 def redeliver_webhook(conn: Connection, job_id: int, sees: Callable[[str], bool]) -> bool:

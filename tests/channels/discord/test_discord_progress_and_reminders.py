@@ -149,6 +149,20 @@ async def test_a_reminder_replies_under_the_post_and_pings_only_those_named(
     assert not call.json_body.get("embeds") and not call.json_body.get("components")
 
 
+async def test_a_retried_reminder_posts_once_and_the_next_one_posts_again(
+    channel: DiscordChannel, fake: FakeDiscord
+) -> None:
+    sent, _original = await post(channel, fake)
+    await channel.remind(halfway(), TARGET, sent.ref, [ALICE], number=1)
+    await channel.remind(halfway(), TARGET, sent.ref, [ALICE], number=1)  # the job ran again
+    await channel.remind(halfway(), TARGET, sent.ref, [ALICE], number=2)
+    first, retried, second = reminders(fake)
+    assert first.json_body["enforce_nonce"] is True
+    assert first.json_body["nonce"] == retried.json_body["nonce"] != second.json_body["nonce"]
+    replies = [m for m in fake.messages_in(CHANNEL) if "Reminder" in (m.get("content") or "")]
+    assert len(replies) == 2  # Discord kept one message per nonce
+
+
 async def test_a_reminder_never_pings_everyone_whatever_a_name_says(
     channel: DiscordChannel, fake: FakeDiscord
 ) -> None:

@@ -35,7 +35,9 @@ WITH_BOB = {"additional_recipients": [{"address": BOB, "field": "cc"}]}
 EXPIRES = datetime(2030, 1, 2, 3, 4, tzinfo=UTC)
 
 
-async def remind(gw: RunningGateway, rid: str, mention: list[str]) -> tuple[RequestView, str]:
+async def remind(
+    gw: RunningGateway, rid: str, mention: list[str], number: int = 1
+) -> tuple[RequestView, str]:
     """Remind through the channel, as the core's reminder job does; returns the view it got
     (with a policy's progress and a deadline) and the Message-ID the request went out with."""
     view = await reader.view(gw.core, rid)
@@ -46,7 +48,8 @@ async def remind(gw: RunningGateway, rid: str, mention: list[str]) -> tuple[Requ
     ref = json.loads(delivery.ref_json)
     channel = gw.core.channels["email"]
     assert isinstance(channel, EmailChannel)
-    await channel.remind(view, Target.model_validate_json(delivery.target_json), ref, mention)
+    target = Target.model_validate_json(delivery.target_json)
+    await channel.remind(view, target, ref, mention, number=number)
     return view, str(ref["message_id"])
 
 
@@ -164,3 +167,16 @@ async def test_a_reply_to_the_reminder_that_lost_its_token_is_found_by_its_threa
     assert outcome["result"] == "decided", outcome
     assert decided["approved"] is True and decided["user_info"]["email"] == ALICE
     assert untouched["approved"] is None
+
+
+async def test_a_retried_reminder_keeps_its_message_id_and_the_next_one_has_its_own(
+    tmp_path: Path, smtp_sink: SmtpSink, request_factory: RequestFactory
+) -> None:
+    async with email_gateway(tmp_path, email_settings(smtp_sink)) as gw:
+        rid = (await request_factory(gw, "rem-id", channel=to_alice(), settle=True)).rid
+        await remind(gw, rid, [ALICE], number=1)
+        await remind(gw, rid, [ALICE], number=1)  # the reminder job ran again
+        await remind(gw, rid, [ALICE], number=2)
+    _request, first, retried, second = sent_for(smtp_sink, "rem-id")
+    assert first.message["Message-ID"] == retried.message["Message-ID"]
+    assert second.message["Message-ID"] != first.message["Message-ID"]

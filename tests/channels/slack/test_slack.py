@@ -234,6 +234,19 @@ async def test_a_person_not_allowed_is_told_privately(
     assert (await status(gateway, "guarded"))["gateway_status"] == "pending"
 
 
+async def test_reject_on_a_decided_request_is_refused_before_any_form(
+    gateway: RunningGateway, fake: FakeSlack, request_factory: RequestFactory
+) -> None:
+    rid = (await request_factory(gateway, "late-reject", channel=TO_C1, settle=True)).rid
+    assert_posted(fake)
+    await send(gateway, click(fake, rid, "gw_approve"))
+    await decided(gateway, "late-reject")
+    await send(gateway, click(fake, rid, "gw_reject", user="U0BOB", respond_id="bob"))
+    [told] = await fake.wait_for_response("bob")
+    assert told["response_type"] == "ephemeral" and "already approved" in told["text"]
+    assert fake.calls_to("views.open") == []  # nobody types a reason for nothing
+
+
 async def test_two_clicks_at_once_one_wins(
     gateway: RunningGateway, fake: FakeSlack, request_factory: RequestFactory
 ) -> None:

@@ -127,9 +127,23 @@ async def test_a_reminder_replies_in_the_thread_mentioning_who_is_awaited(
     )
     assert reminder["metadata"] == {
         "event_type": "gateway_reminder",
-        "event_payload": {"rid": "RID123"},
+        "event_payload": {"rid": "RID123", "number": 1},
     }
     assert fake.messages[(ref["channel"], ref["ts"])] == parent, "the post is not edited"
+
+
+async def test_a_retried_reminder_posts_once_and_the_next_one_posts_again(
+    slack: SlackChannel, fake: FakeSlack
+) -> None:
+    ref = await post(slack, request_view())
+    await slack.remind(pending(), TARGET, ref, ["U0BOB"], number=1)
+    await slack.remind(pending(), TARGET, ref, ["U0BOB"], number=1)  # the job ran again
+    assert len(fake.thread(ref["channel"], ref["ts"])) == 1
+    await slack.remind(pending(), TARGET, ref, ["U0BOB"], number=2)
+    numbers = [
+        m["metadata"]["event_payload"]["number"] for m in fake.thread(ref["channel"], ref["ts"])
+    ]
+    assert numbers == [1, 2]
 
 
 async def test_a_reminder_in_a_direct_message_goes_to_the_dm_slack_answered_with(

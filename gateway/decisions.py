@@ -196,7 +196,9 @@ async def submit(core: Core, row: Request, decision: Decision) -> Request:
         )
         if counted is None:
             return None, False
-        verdict, rows = counted
+        if not counted.fresh:  # a repeated click or a second copy of one email
+            return current, True
+        verdict, rows = counted.verdict, counted.votes
         shown = votes.progress(verdict, rows, json.loads(current.route_json))
         progress_json = votes.save_progress(conn, row.rid, shown)
         if verdict.decisive is None:

@@ -9,6 +9,7 @@ Slack, Discord or email ids (or their console sign-in name), else the platform's
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -73,6 +74,13 @@ def seconds_since(row: Request, moment: datetime) -> float:
     return (as_utc(moment) - as_utc(row.requested_at)).total_seconds()
 
 
+@dataclass(frozen=True)
+class Counted:
+    verdict: policy.Verdict
+    votes: list[VoteRow]
+    fresh: bool  # False: this person had already answered so; nothing was stored
+
+
 def record(
     conn: Connection,
     config: RoutingConfig,
@@ -82,8 +90,9 @@ def record(
     *,
     comment: str | None,
     option_name: str | None,
-) -> tuple[policy.Verdict, list[VoteRow]] | None:
-    """Store one vote and replay them all; None when it counts for no target (not theirs)."""
+) -> Counted | None:
+    """Store one vote and replay them all; None when it counts for no active target (not
+    theirs, or not yet). The same answer again from the same person is not stored twice."""
     route = json.loads(row.route_json)
     person = person_of(config, user_info)
     targets = counted_targets(config, route, user_info, person)
@@ -91,20 +100,23 @@ def record(
     now = utcnow()
     if not targets & policy.active_targets(tree, seconds_since(row, now)):
         return None
-    vote = VoteRow(
-        rid=row.rid,
-        person=person,
-        approve=approve,
-        targets_json=dumps(sorted(targets)),
-        user_info_json=dumps(user_info),
-        comment=comment,
-        option_name=option_name,
-        at=now,
-    )
-    vote_store.add(conn, vote)
-    rows = vote_store.list_for(conn, row.rid)
-    votes = [_replayed(row, v) for v in rows]
-    return policy.evaluate(tree, votes, now=seconds_since(row, now)), rows
+    votes = vote_store.list_for(conn, row.rid)
+    fresh = not any(v.person == person and v.approve == approve for v in votes)
+    if fresh:
+        vote = VoteRow(
+            rid=row.rid,
+            person=person,
+            approve=approve,
+            targets_json=dumps(sorted(targets)),
+            user_info_json=dumps(user_info),
+            comment=comment,
+            option_name=option_name,
+            at=now,
+        )
+        vote_store.add(conn, vote)
+        votes.append(vote)
+    replayed = [_replayed(row, v) for v in votes]
+    return Counted(policy.evaluate(tree, replayed, now=seconds_since(row, now)), votes, fresh)
 
 
 def _replayed(row: Request, vote: VoteRow) -> policy.Vote:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from channels.email import compose, reading, tokens
 from channels.email.settings import EmailSettings
 from gateway import mail_log, reader
-from gateway.answers import Refusal, Refused, answer, options
+from gateway.answers import Refusal, Refused, answer, describe, options
 from gateway.callback_ids import Verb
 from gateway.decisions import allowed_responders
 from gateway.lifecycle import Status
@@ -201,6 +201,9 @@ def _read_as(intent: reading.Intent) -> str:
 
 
 def _recorded(row: RequestView, intent: reading.Intent) -> str:
+    if row.status == Status.PENDING:  # a vote under an approval policy; more are needed
+        standing = f" {describe(row)}." if row.progress is not None else ""
+        return _read_as(intent) + f"Recorded: your approval.{standing}"
     when = as_utc(row.responded_at).strftime("%Y-%m-%d %H:%M UTC") if row.responded_at else "now"
     what: dict[str, str] = {
         Status.APPROVED: "approved",

@@ -21,6 +21,7 @@ from channels.web.auth import (
     person_with_email,
 )
 from gateway import bootstrap, decisions
+from gateway.answers import progress_line
 from gateway.app import build_core, create_app
 from gateway.checks import run_checks
 from gateway.core import Core
@@ -33,6 +34,7 @@ from gateway.store import outbox as outbox_store
 from gateway.store import projects as project_store
 from gateway.store import requests as request_store
 from gateway.store.rows import Project, Request
+from gateway.views import load_progress
 from gateway.vocabulary import AnsweredIn, JobStatus
 from gateway.webhook_test import send_test_event
 from gateway.webhooks import add_endpoint
@@ -202,6 +204,11 @@ async def decide(core: Core, args: argparse.Namespace) -> int:
         )
         decision = decisions.function_call_decision(row, status, _cli_user())
     updated = await decisions.submit(core, row, decision)
+    if updated.status == Status.PENDING:  # a vote under an approval policy
+        progress = load_progress(updated.progress_json)
+        standing = f" ({progress_line(progress)})" if progress else ""
+        print(f"{updated.call_id}: vote recorded, still pending{standing}")
+        return 0
     verb = {Event.APPROVE: "approved", Event.REJECT: "rejected", Event.RESPOND: "answered"}
     print(f"{updated.call_id}: {verb.get(decision.event, updated.status)}")
     return 0

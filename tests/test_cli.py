@@ -7,6 +7,7 @@ SQLite file and checks through real HTTP.
 from __future__ import annotations
 
 import asyncio
+import getpass
 import os
 import re
 import sys
@@ -289,3 +290,24 @@ async def test_discord_check_and_invite_url_log_in_to_discord(cli: Cli) -> None:
     assert refused.returncode == 1, refused
     assert "discord refused the bot token" in refused.stdout + refused.stderr
     assert "not-the-token" not in refused.stdout + refused.stderr
+
+
+async def test_an_approval_from_the_cli_under_a_quorum_is_one_vote(cli: Cli) -> None:
+    quorum = {"email": {"address": "ops@example.com"}, "approvals_required": 2}
+    body = _function_call("fc-quorum")
+    body["spec"]["channel"] = {"any_of": [quorum]}
+    async with (
+        running_gateway(settings_for(cli.database_url)) as gateway,
+        gateway.client() as client,
+    ):
+        created = await client.post("/function_calls", json=body)
+        assert created.status_code == 200, created.text
+        voted = await cli("approve", "fc-quorum", "--comment", "ok")
+        assert voted.returncode == 0, voted
+        assert voted.stdout.strip() == (
+            "fc-quorum: vote recorded, still pending "
+            f"(1 of 2 approvals: {getpass.getuser()} (the CLI))"
+        )
+        got = (await client.get("/function_calls/fc-quorum")).json()
+        assert got["gateway_status"] == "pending"
+        assert got["policy_progress"]["approvals"] == 1

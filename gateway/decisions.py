@@ -196,7 +196,9 @@ async def submit(core: Core, row: Request, decision: Decision) -> Request:
         )
         if counted is None:
             return None, False
-        if not counted.fresh:  # a repeated click or a second copy of one email
+        if counted.reversed:
+            return current, False
+        if not counted.fresh or counted.verdict is None:  # a repeated click, a copied email
             return current, True
         verdict, rows = counted.verdict, counted.votes
         shown = votes.progress(verdict, rows, json.loads(current.route_json))
@@ -217,6 +219,8 @@ async def submit(core: Core, row: Request, decision: Decision) -> Request:
     current, ours = await core.db.write(vote)
     if current is None:
         raise NotAllowed("your answer counts for none of the people this request waits on")
+    if not ours and current.status == Status.PENDING:
+        raise Conflict("you answered this request the other way already; that answer stands")
     if not ours:
         raise Conflict(already_decided(current))
     return current

@@ -76,9 +76,19 @@ def seconds_since(row: Request, moment: datetime) -> float:
 
 @dataclass(frozen=True)
 class Counted:
-    verdict: policy.Verdict
+    verdict: policy.Verdict | None  # None when nothing was evaluated (`reversed`)
     votes: list[VoteRow]
-    fresh: bool  # False: this person had already answered so; nothing was stored
+    fresh: bool  # False: it adds nothing to what this person answered; nothing was stored
+    reversed: bool = False  # they answered the other way before: that answer stands
+
+
+def _covered(tree: policy.Node, row: Request, theirs: list[VoteRow]) -> frozenset[int]:
+    """The targets a person's earlier votes counted for (each while it was open)."""
+    covered: set[int] = set()
+    for vote in theirs:
+        opened = policy.active_targets(tree, seconds_since(row, vote.at))
+        covered |= set(json.loads(vote.targets_json)) & opened
+    return frozenset(covered)
 
 
 def record(
@@ -92,7 +102,8 @@ def record(
     option_name: str | None,
 ) -> Counted | None:
     """Store one vote and replay them all; None when it counts for no active target (not
-    theirs, or not yet). The same answer again from the same person is not stored twice."""
+    theirs, or not yet). An answer that adds nothing to the person's earlier ones (a repeated
+    click, a second copy of one email) is not stored; one that reverses theirs is refused."""
     route = json.loads(row.route_json)
     person = person_of(config, user_info)
     targets = counted_targets(config, route, user_info, person)
@@ -101,7 +112,11 @@ def record(
     if not targets & policy.active_targets(tree, seconds_since(row, now)):
         return None
     votes = vote_store.list_for(conn, row.rid)
-    fresh = not any(v.person == person and v.approve == approve for v in votes)
+    theirs = [v for v in votes if v.person == person]
+    if any(v.approve != approve for v in theirs):
+        return Counted(None, votes, fresh=False, reversed=True)
+    open_now = targets & policy.active_targets(tree, seconds_since(row, now))
+    fresh = not open_now <= _covered(tree, row, theirs)
     if fresh:
         vote = VoteRow(
             rid=row.rid,

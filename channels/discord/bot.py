@@ -10,7 +10,6 @@ import discord
 import yarl
 
 from channels.discord.interactions import Interactions
-from channels.discord.render import ButtonSpec
 from channels.discord.settings import DiscordSettings
 from gateway.callback_ids import BUTTON_PATTERN, CallbackId, Verb, encode
 from gateway.supervisor import Link
@@ -89,13 +88,3 @@ def point_at(settings: DiscordSettings) -> None:
     """discord.py reads both addresses from class attributes: one bot per process."""
     discord.http.Route.BASE = settings.api_url
     discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(settings.gateway_url)
-
-
-def button_view(buttons: list[ButtonSpec]) -> discord.ui.View:
-    view = discord.ui.View(timeout=None)
-    for spec in buttons:
-        style = getattr(discord.ButtonStyle, spec.style)
-        view.add_item(discord.ui.Button(label=spec.label, style=style, custom_id=spec.custom_id))
-    # Finished, so discord.py does not store it: clicks go to RequestButton alone.
-    view.stop()
-    return view

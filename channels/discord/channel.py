@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 import discord
 
-from channels.discord.bot import GatewayBot, button_view, point_at
+from channels.discord.bot import GatewayBot, point_at
 from channels.discord.interactions import Interactions
-from channels.discord.render import approval, decided, in_progress, question, reminder
+from channels.discord.render import approval, as_it_stands, button_view, question, reminder
 from channels.discord.settings import DiscordSettings
 from gateway.errors import ChannelDown, ChannelNotConfigured, DeliveryError
-from gateway.lifecycle import Kind, Status
+from gateway.lifecycle import Kind
 from gateway.routing import Target
 from gateway.supervisor import Link, Supervisor, require_up, supervise
 from gateway.views import RequestView, Sent
@@ -181,11 +181,7 @@ class DiscordChannel:
         return await bot.create_dm(discord.Object(int(target.address["user_id"])))
 
     async def update(self, request: RequestView, target: Target, ref: dict[str, Any], /) -> None:
-        if request.status == Status.PENDING:  # approved by some, under a policy: keep buttons
-            embed, buttons = in_progress(request)
-            view: discord.ui.View | None = button_view(buttons)
-        else:
-            embed, view = decided(request), None
+        embed, view = as_it_stands(request)
         bot = await self.bot()
         channel = bot.get_partial_messageable(int(ref["channel_id"]))
         try:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import discord
 
-from channels.discord.render import decided
+from channels.discord.render import as_it_stands, escape
 from gateway.answers import Answered, Refused, answer, answerable, option_form
 from gateway.callback_ids import CallbackId, Verb, decode, encode
 from gateway.responders import Responder
@@ -149,11 +149,11 @@ class Interactions:
 
 
 async def _show(interaction: discord.Interaction[Any], outcome: Answered) -> None:
-    embed = decided(outcome.request)
+    embed, view = as_it_stands(outcome.request)
     if interaction.response.is_done():
-        await interaction.edit_original_response(embed=embed, view=None)
+        await interaction.edit_original_response(embed=embed, view=view)
     elif interaction.message is not None:
-        await interaction.response.edit_message(embed=embed, view=None)
+        await interaction.response.edit_message(embed=embed, view=view)
     else:
         await _tell(interaction, "recorded, thank you")
 
@@ -165,4 +165,4 @@ async def _tell(interaction: discord.Interaction[Any], text: str) -> None:
         if interaction.response.is_done()
         else interaction.response.send_message
     )
-    await send(text[:2000], ephemeral=True)
+    await send(escape(text)[:2000], ephemeral=True)  # refusals quote the agent's call_id

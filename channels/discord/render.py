@@ -200,3 +200,22 @@ def reminder(request: RequestView, mention: list[str]) -> tuple[str, discord.All
     mentions = discord.AllowedMentions.none()
     mentions.users = [discord.Object(int(user_id)) for user_id in users]
     return "".join(f"<@{u}> " for u in users) + text, mentions
+
+
+def button_view(buttons: list[ButtonSpec]) -> discord.ui.View:
+    view = discord.ui.View(timeout=None)
+    for spec in buttons:
+        style = getattr(discord.ButtonStyle, spec.style)
+        view.add_item(discord.ui.Button(label=spec.label, style=style, custom_id=spec.custom_id))
+    # Finished, so discord.py does not store it: clicks go to RequestButton alone.
+    view.stop()
+    return view
+
+
+def as_it_stands(request: RequestView) -> tuple[discord.Embed, discord.ui.View | None]:
+    """The post as the request now stands: its buttons while pending (approved by some,
+    under a policy), the outcome without them once decided."""
+    if request.status == Status.PENDING:
+        embed, buttons = in_progress(request)
+        return embed, button_view(buttons)
+    return decided(request), None

@@ -111,7 +111,7 @@ class SlackListeners:
         """Answer through the core; a refusal is told to the person, privately."""
         outcome = await answer(self.core, rid, verb, who, **details)
         if isinstance(outcome, Refused):
-            await tell(outcome.message)
+            await tell(escape(outcome.message))  # refusals quote the agent's call_id
             return None
         return outcome
 
@@ -127,7 +127,7 @@ class SlackListeners:
         if click.verb == Verb.REJECT:
             found = await answerable(self.core, click.rid, who)
             if isinstance(found, Refused):  # nobody types a reason for nothing
-                await _ephemeral(respond)(found.message)
+                await _ephemeral(respond)(escape(found.message))
                 return
             await self._open(client, body, click.rid, title="Reject", prefill=None, choice=None)
             return

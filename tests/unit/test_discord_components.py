@@ -6,9 +6,8 @@ import re
 
 import pytest
 
-from channels.discord.bot import button_view
 from channels.discord.interactions import reason_modal
-from channels.discord.render import approval
+from channels.discord.render import approval, button_view
 from gateway.callback_ids import BUTTON_PATTERN, CallbackId, Verb, decode, encode
 from tests.unit.views import request_view
 

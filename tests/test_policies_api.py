@@ -16,6 +16,7 @@ import pytest
 from gateway.store import requests as request_store
 from gateway.vocabulary import AuditEvent, JobKind
 from tests.factories import RequestFactory
+from tests.helpers import eventually
 from tests.services.inprocess import RunningGateway, running_gateway, write_config
 from tests.services.inprocess import test_settings as settings_for
 
@@ -37,6 +38,27 @@ approvals_required = 2
 fn = "drop_*"
 target = "team:dba"
 expires_after = "1h"
+
+[[rules]]
+fn = "escalating"
+target = "team:dba"
+escalate = [{ after = 1, target = "person:zed" }]
+
+[[rules]]
+kind = "human_contact"
+run_id = "fallback-*"
+target = "web"
+expires_after = 1
+expired_response = "carry on with the default"
+
+[[rules]]
+kind = "human_contact"
+run_id = "expiring-*"
+target = "web"
+expires_after = 1
+
+[people.zed]
+email = "zed@example.com"
 
 [[rules]]
 fn = "wipe_*"
@@ -171,3 +193,40 @@ def _naive_or_aware(jobs: list[Any], moment: datetime) -> datetime:
     """SQLite hands timestamps back naive (UTC)."""
     sample = jobs[0].run_at
     return moment.replace(tzinfo=None) if sample.tzinfo is None else moment
+
+
+async def test_an_escalation_step_adds_its_target_who_may_then_decide_alone(
+    policies: RunningGateway, request_factory: RequestFactory
+) -> None:
+    made = await request_factory(policies, "e-1", fn="escalating")
+    assert [t["via"] for t in made.wire["route"]] == ["rule 2"]
+
+    async def escalated() -> dict[str, Any]:
+        async with policies.client() as client:
+            return dict((await client.get("/function_calls/e-1")).json())
+
+    async def has_zed() -> bool:
+        return any(t["via"] == "escalation" for t in (await escalated())["route"])
+
+    await eventually(has_zed, within=10)
+    wire = await escalated()
+    assert wire["route"][-1]["responders"] == ["zed@example.com"]
+    assert wire["policy"]["mode"] == "any_of"  # the team's quorum, or the escalation alone
+    assert wire["policy"]["children"][1] == {"target": 1, "delay": 0.0, "approvals_required": 1}
+    events = await policies.core.db.read(request_store.list_events, made.rid)
+    assert [e.type for e in events].count(AuditEvent.ESCALATED) == 1
+
+
+async def test_an_unanswered_question_gets_its_fallback_or_expires(
+    policies: RunningGateway, request_factory: RequestFactory
+) -> None:
+    await request_factory(policies, "hc-fallback", contact=True, run_id="fallback-1")
+    await request_factory(policies, "hc-expiring", contact=True, run_id="expiring-1")
+    async with policies.client() as client:
+        fallback = await client.get("/contact_requests/hc-fallback", params={"wait": 10})
+        expired = await client.get("/contact_requests/hc-expiring", params={"wait": 10})
+    assert fallback.json()["status"]["response"] == "carry on with the default"
+    assert fallback.json()["gateway_status"] == "responded"
+    assert fallback.json()["status"]["user_info"]["channel"] == "gateway"
+    assert expired.json()["status"]["response"] is None
+    assert expired.json()["gateway_status"] == "expired"

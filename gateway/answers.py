@@ -5,9 +5,10 @@ refusals and the outcome sentence exist here once."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from gateway.callback_ids import Verb
 from gateway.core import Core
@@ -38,6 +39,7 @@ __all__ = [
     "option",
     "option_form",
     "options",
+    "origin_line",
     "progress_line",
     "reminder_text",
 ]
@@ -85,6 +87,23 @@ def progress_line(progress: Progress, *, text: Callable[[str], str] = str) -> st
     named = ", ".join(text(f"{p.name} ({p.place})") for p in people if p is not None)
     line = f"{progress.approvals} of {progress.needed} approvals"
     return f"{line}: {named}" if named else line
+
+
+_ORIGINS = {"mcp": "an MCP client", "claude-code-hook": "a Claude Code hook"}
+
+
+def origin_line(request: RequestView | Mapping[str, Any]) -> str | None:
+    """ "Requested through an MCP client: claude-code 1.0.3, tool request_approval"; None for
+    a request made through the HTTP API. Takes a view or its spec. Channels escape it: the
+    client names itself."""
+    spec = request.spec if isinstance(request, RequestView) else request
+    origin = spec.get("origin")
+    if not origin:
+        return None
+    line = f"Requested through {_ORIGINS.get(origin.get('via'), 'an agent tool')}"
+    client = " ".join(str(origin[k]) for k in ("client", "client_version") if origin.get(k))
+    details = [part for part in (client, origin.get("tool") and f"tool {origin['tool']}") if part]
+    return f"{line}: {', '.join(details)}" if details else line
 
 
 def reminder_text(request: RequestView) -> str:

@@ -337,6 +337,16 @@ def _has_bot_token(channel: ContactChannel) -> bool:
     return own or any(_has_bot_token(branch) for branch in _branches(channel))
 
 
+class Origin(WireModel):
+    """Where a request came from, when not the HTTP API itself (an extension): the MCP front
+    door records the client's name and version from its initialize handshake and the tool."""
+
+    via: Literal["mcp", "claude-code-hook"]
+    client: Label | None = None
+    client_version: Label | None = None
+    tool: Label | None = None
+
+
 # The pydantic mypy plugin calls its generated __init__'s catch-all **kwargs too.
 class FunctionCallSpec(WireModel):  # type: ignore[no-redef]
     fn: Label
@@ -347,10 +357,11 @@ class FunctionCallSpec(WireModel):  # type: ignore[no-redef]
     state: JSONObject | None = None
     # When an undecided call fails closed (rejected as expired); see gateway.timers.
     expires_at: AwareDatetime | None = None
+    origin: Origin | None = None
 
     @model_serializer(mode="wrap")
     def _omit_unset_deadline(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return _without_none(handler(self), "expires_at")
+        return _without_none(handler(self), "expires_at", "origin")
 
 
 class HumanContactSpec(WireModel):
@@ -360,10 +371,11 @@ class HumanContactSpec(WireModel):
     response_options: Annotated[Options | None, AfterValidator(_unique_names)] = None
     state: JSONObject | None = None
     expires_at: AwareDatetime | None = None  # then an unanswered question is expired
+    origin: Origin | None = None
 
     @model_serializer(mode="wrap")
     def _omit_unset_deadline(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return _without_none(handler(self), "expires_at")
+        return _without_none(handler(self), "expires_at", "origin")
 
 
 class FunctionCallIn(WireModel):

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import discord
 
-from gateway.answers import describe, reminder_text
+from gateway.answers import describe, origin_line, reminder_text
 from gateway.callback_ids import Verb, encode
 from gateway.lifecycle import Kind, Status
 from gateway.responders import Responder, plain_who
@@ -95,6 +95,10 @@ def _base(request: RequestView, title: str) -> discord.Embed:
         timestamp=request.requested_at,
     )
     embed.set_footer(text=f"call {request.call_id}"[:2048])
+    origin = origin_line(request)
+    if origin is not None:  # a field: a footer would show escape()'s backslashes as typed
+        value = truncate(escape(origin), FIELD_VALUE_LIMIT, request.link)
+        embed.add_field(name="Origin", value=value, inline=False)
     return embed
 
 

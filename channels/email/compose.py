@@ -23,6 +23,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from channels.email import tokens
 from channels.email.settings import EmailSettings
+from gateway.answers import origin_line
 from gateway.lifecycle import Kind
 from gateway.routing import Target
 from gateway.views import RequestView
@@ -107,6 +108,7 @@ def _context(request: RequestView, escalation: str | None) -> dict[str, Any]:
         "options": request.spec.get(key) or [],
         "link": request.link,
         "escalation": escalation,
+        "origin": origin_line(request),  # the MCP client's own name: autoescaped in HTML
     }
 
 

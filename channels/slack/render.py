@@ -12,7 +12,7 @@ import re
 from datetime import datetime
 from typing import Any
 
-from gateway.answers import describe, reminder_text
+from gateway.answers import describe, origin_line, reminder_text
 from gateway.callback_ids import Verb, encode
 from gateway.lifecycle import Kind, Status
 from gateway.responders import Responder, plain_who
@@ -89,6 +89,15 @@ def _context(request: RequestView, responders: list[str] | None) -> Block:
     return {"type": "context", "elements": [_mrkdwn(" · ".join(parts))]}
 
 
+def _origin(request: RequestView) -> list[Block]:
+    """Where the request came from, as a context block; none for a plain API request. The
+    MCP client names itself in its initialize handshake, so its name is escaped too."""
+    line = origin_line(request)
+    if line is None:
+        return []
+    return [{"type": "context", "elements": [_mrkdwn(truncate(escape(line), request.link))]}]
+
+
 def _option_buttons(request: RequestView, key: str, style: str | None) -> list[Block]:
     options = request.spec.get(key) or []
     return [
@@ -110,6 +119,7 @@ def approval_message(request: RequestView, responders: list[str] | None = None) 
     ]
     blocks = [
         _section(truncate(headline, request.link)),
+        *_origin(request),
         *_kwarg_blocks(request.spec.get("kwargs") or {}, request.link),
         _context(request, responders),
         {"type": "actions", "block_id": "gw_decision", "elements": buttons[:25]},
@@ -124,6 +134,7 @@ def contact_message(request: RequestView, responders: list[str] | None = None) -
     blocks: list[Block] = [
         _section(truncate(f"Agent *{run_id}* asks:", request.link)),
         _section(question),
+        *_origin(request),
         _context(request, responders),
     ]
     buttons = _option_buttons(request, "response_options", None)

@@ -12,6 +12,7 @@ import jinja2
 from fastapi.responses import HTMLResponse
 
 from channels.web import policies
+from gateway.answers import origin_line
 from gateway.channel_status import channel_state
 from gateway.lifecycle import Kind, Status
 from gateway.seam import Channel
@@ -125,6 +126,7 @@ def detail(
         "kwargs": json.dumps(spec.get("kwargs") or {}, indent=2, ensure_ascii=False),
         "msg": spec.get("msg"),
         "subject": spec.get("subject"),
+        "origin": origin_line(spec),
         "state_bytes": len(json.dumps(spec.get("state"))) if spec.get("state") else 0,
         "route": json.loads(row.route_json),
         "options": [

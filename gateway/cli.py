@@ -20,7 +20,7 @@ from channels.web.auth import (
     hash_password,
     person_with_email,
 )
-from gateway import bootstrap, decisions
+from gateway import bootstrap, claude_hook, decisions
 from gateway.answers import progress_line
 from gateway.app import build_core, create_app
 from gateway.checks import run_checks
@@ -347,11 +347,24 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(run=console_hash_password)
     db = commands.add_parser("db", help="database").add_subparsers(dest="action", required=True)
     db.add_parser("upgrade", help="apply migrations").set_defaults(run=_with_core(db_upgrade))
+    hook = commands.add_parser("hook", help="coding-agent hooks decided through a gateway's API")
+    p = hook.add_subparsers(dest="action", required=True).add_parser(
+        "claude-code", help="Claude Code PreToolUse/PermissionRequest: JSON in, decision out"
+    )
+    p.add_argument(
+        "--timeout",
+        type=claude_hook.seconds,
+        default=claude_hook.DEFAULT_TIMEOUT_SECONDS,
+        help="seconds to wait for a decision; keep it under the hook's own timeout (600 s)",
+    )
+    p.set_defaults(client=claude_hook.run)
     return parser
 
 
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
+    if hasattr(args, "client"):  # a client of a gateway's HTTP API: no server settings
+        sys.exit(args.client(args))
     try:
         settings = Settings()
         logging.basicConfig(

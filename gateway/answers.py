@@ -103,7 +103,8 @@ def origin_line(request: RequestView | Mapping[str, Any]) -> str | None:
     line = f"Requested through {_ORIGINS.get(origin.get('via'), 'an agent tool')}"
     client = " ".join(str(origin[k]) for k in ("client", "client_version") if origin.get(k))
     details = [part for part in (client, origin.get("tool") and f"tool {origin['tool']}") if part]
-    return f"{line}: {', '.join(details)}" if details else line
+    line = f"{line}: {', '.join(details)}" if details else line
+    return f"{line}. Reason: {origin['reason']}" if origin.get("reason") else line
 
 
 def reminder_text(request: RequestView) -> str:

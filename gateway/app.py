@@ -83,9 +83,15 @@ async def _close(name: str, channel: Channel) -> None:
 
 
 def create_app(core: Core) -> FastAPI:
+    # Imported here: the MCP SDK adds ~0.3 s to every CLI command that never serves.
+    from gateway.mcp.door import McpDoor
+
+    door = McpDoor(core)
+
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        async with running(core):
+        # MCP sessions end (their waits cancelled) before the core they use closes.
+        async with running(core), door.running():
             yield
 
     app = FastAPI(title="hitl-gateway", version=__version__, lifespan=lifespan)
@@ -95,6 +101,7 @@ def create_app(core: Core) -> FastAPI:
     app.include_router(routes.health, prefix="/humanlayer/v1")
     app.include_router(extensions.router, prefix="/gateway/v1")
     app.include_router(channels_status.router, prefix="/gateway/v1")
+    door.mount(app)
     for channel in core.channels.values():
         if isinstance(channel, Mountable):
             channel.mount(app, core)

@@ -345,6 +345,7 @@ class Origin(WireModel):
     client: Label | None = None
     client_version: Label | None = None
     tool: Label | None = None
+    reason: Annotated[str, StringConstraints(max_length=10_000)] | None = None  # the agent's why
 
 
 # The pydantic mypy plugin calls its generated __init__'s catch-all **kwargs too.

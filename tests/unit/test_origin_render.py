@@ -49,6 +49,10 @@ def test_the_line_names_the_client_its_version_and_the_tool() -> None:
     assert origin_line(plain) is None
     hook = replace(plain, spec=plain.spec | {"origin": {"via": "claude-code-hook", "tool": "Bash"}})
     assert origin_line(hook) == "Requested through a Claude Code hook: tool Bash"
+    why = {"via": "mcp", "tool": "request_approval", "reason": "the table is unused"}
+    assert origin_line(plain.spec | {"origin": why}) == (
+        "Requested through an MCP client: tool request_approval. Reason: the table is unused"
+    )
 
 
 # --- Slack

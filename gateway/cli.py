@@ -351,12 +351,7 @@ def _parser() -> argparse.ArgumentParser:
     p = hook.add_subparsers(dest="action", required=True).add_parser(
         "claude-code", help="Claude Code PreToolUse/PermissionRequest: JSON in, decision out"
     )
-    p.add_argument(
-        "--timeout",
-        type=claude_hook.seconds,
-        default=claude_hook.DEFAULT_TIMEOUT_SECONDS,
-        help="seconds to wait for a decision; keep it under the hook's own timeout (600 s)",
-    )
+    claude_hook.add_arguments(p)
     p.set_defaults(client=claude_hook.run)
     return parser
 

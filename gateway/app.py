@@ -14,14 +14,16 @@ from fastapi import FastAPI
 
 from channels.registry import REGISTRY
 from gateway import __version__
-from gateway.api import channels_status, conformance, errors, extensions, routes
+from gateway.api import channels_status, conformance, errors, extensions, health, routes
 from gateway.api.body import BodyLimit
 from gateway.bootstrap import sync_config_webhooks
 from gateway.core import Core
 from gateway.crypto import SecretBox
 from gateway.dispatch import Dispatcher
+from gateway.logs import RequestId
+from gateway.ownership import Ownership, default_replica_id
 from gateway.routing import load_config
-from gateway.seam import Channel, Mountable
+from gateway.seam import Channel, Connected, Mountable
 from gateway.settings import Settings
 from gateway.store import Database, migrate
 
@@ -46,8 +48,11 @@ async def running(core: Core) -> AsyncIterator[Dispatcher]:
     await sync_config_webhooks(core)
     core.db.on_changes = core.signal
     await core.db.follow(period=core.settings.outbox_poll_seconds)
+    ownership = singleton_ownership(core)
     for name, channel in core.channels.items():
         await _start(name, channel)
+    if ownership is not None:
+        ownership.start()
     # What start-up allocated lives as long as the process: keep it out of every collection.
     gc.collect()
     gc.freeze()
@@ -60,9 +65,28 @@ async def running(core: Core) -> AsyncIterator[Dispatcher]:
             dispatcher.stop()
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.wait_for(worker, timeout=10)
+            if ownership is not None:  # owned connections end first, then their locks go
+                await ownership.aclose()
             for name, channel in core.channels.items():
                 await _close(name, channel)
             await core.db.aclose()
+
+
+def singleton_ownership(core: Core, replica: str | None = None) -> Ownership | None:
+    """On PostgreSQL, several replicas may share the database: each platform connection then
+    runs on the one replica that owns it. On SQLite this process owns them all (None)."""
+    if core.db.is_sqlite:
+        return None
+    supervisors = [
+        channel.connection
+        for channel in core.channels.values()
+        if isinstance(channel, Connected) and channel.connection is not None
+    ]
+    if not supervisors:
+        return None
+    ownership = Ownership(core.db.url, replica=replica or default_replica_id())
+    ownership.hold(supervisors)
+    return ownership
 
 
 async def _start(name: str, channel: Channel) -> None:
@@ -99,6 +123,7 @@ def create_app(core: Core) -> FastAPI:
     app.include_router(routes.router, prefix="/humanlayer/v1")
     app.include_router(routes.health)
     app.include_router(routes.health, prefix="/humanlayer/v1")
+    app.include_router(health.router)  # /readyz and /metrics, at the root
     app.include_router(extensions.router, prefix="/gateway/v1")
     app.include_router(channels_status.router, prefix="/gateway/v1")
     door.mount(app)
@@ -107,5 +132,6 @@ def create_app(core: Core) -> FastAPI:
             channel.mount(app, core)
     errors.install(app)
     app.add_middleware(BodyLimit, limit=core.settings.max_body_bytes)
+    app.add_middleware(RequestId)  # every log line written while serving a request has its id
     conformance.install(app)  # last: it reads every route mounted above
     return app

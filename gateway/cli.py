@@ -6,7 +6,6 @@ import argparse
 import asyncio
 import getpass
 import json
-import logging
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -27,6 +26,7 @@ from gateway.checks import run_checks
 from gateway.core import Core
 from gateway.errors import GatewayError, NotFound
 from gateway.lifecycle import Event, Kind, Status
+from gateway.logs import configure_logging, install_access_log_filter, uvicorn_log_config
 from gateway.models import FunctionCallStatusIn, HumanContactStatusIn
 from gateway.settings import Settings
 from gateway.store import migrate
@@ -61,8 +61,6 @@ def _with_core(command: Command) -> Callable[[Settings, argparse.Namespace], int
 def serve(settings: Settings, args: argparse.Namespace) -> int:
     import uvicorn
 
-    from gateway.logs import install_access_log_filter
-
     host = args.host or settings.host
     port = args.port if args.port is not None else settings.port
     _with_core(_first_start)(settings, args)  # its own event loop, before uvicorn's
@@ -73,6 +71,7 @@ def serve(settings: Settings, args: argparse.Namespace) -> int:
         host=host,
         port=port,
         log_level=settings.log_level.lower(),
+        log_config=uvicorn_log_config(settings.log_format),
         timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
     )
     return 0
@@ -362,10 +361,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(args.client(args))
     try:
         settings = Settings()
-        logging.basicConfig(
-            level=settings.log_level.upper(),
-            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        )
+        configure_logging(level=settings.log_level, log_format=settings.log_format)
         sys.exit(args.run(settings, args))
     except GatewayError as error:
         print(f"error: {error}", file=sys.stderr)

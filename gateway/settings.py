@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -23,6 +24,11 @@ class Settings(BaseSettings):
     webhook_allow_private: bool = False
     max_body_bytes: int = Field(default=2 * 1024 * 1024, ge=1024)
     log_level: str = "info"
+    # `json`: one JSON object per line (time, level, logger, message, request_id, exception).
+    log_format: Literal["text", "json"] = "text"
+    # GET /metrics (Prometheus) answers 404 unless enabled; with a token, only to that Bearer.
+    metrics_enabled: bool = False
+    metrics_token: SecretStr | None = None
     # Seconds before each webhook attempt (Svix's schedule); tests shorten it.
     webhook_retry_schedule: str = DEFAULT_WEBHOOK_SCHEDULE
     webhook_timeout_seconds: float = Field(default=15.0, gt=0)
@@ -37,7 +43,9 @@ class Settings(BaseSettings):
     # still open after a rotation, while sessions and links signed with them end.
     previous_secret_keys: SecretStr | None = None
 
-    @field_validator("config", "secret_key", "public_url", "previous_secret_keys", mode="before")
+    @field_validator(
+        "config", "secret_key", "public_url", "previous_secret_keys", "metrics_token", mode="before"
+    )
     @classmethod
     def _empty_is_unset(cls, value: object) -> object:
         return None if value == "" else value
@@ -52,6 +60,11 @@ class Settings(BaseSettings):
         if not delays or any(d < 0 for d in delays):
             raise ValueError("must list at least one non-negative delay")
         return value
+
+    @field_validator("log_format", mode="before")
+    @classmethod
+    def _format_any_case(cls, value: object) -> object:
+        return value.strip().lower() if isinstance(value, str) else value
 
     @cached_property
     def webhook_delays(self) -> tuple[float, ...]:

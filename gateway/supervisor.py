@@ -4,6 +4,10 @@ always able to say what state they are in and why.
 
 A channel hands a `Session` to a `Supervisor`: a coroutine that connects, calls `link.up()`
 once the connection works, and runs until the connection ends (by returning or raising).
+
+With several replicas on PostgreSQL, each such connection must exist once per deployment:
+`gateway.ownership` then holds the supervisor (`hold`), and runs it only while this replica
+owns the connection's lock (`take_over`); the others `stand_by`.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ class State(StrEnum):
     CONNECTED = "connected"
     RETRYING = "retrying"
     FAILED = "failed"  # will not work without an operator (a refused token): no more tries
+    STANDBY = "standby"  # another replica owns the connection (or none does yet): not ours
 
 
 @dataclass(frozen=True)
@@ -42,8 +47,12 @@ class Health:
     since: datetime = field(default_factory=utcnow)
 
     def describe(self) -> str:
-        """`connected`, or `retrying: <why>` and the like."""
-        return self.state.value if self.reason is None else f"{self.state.value}: {self.reason}"
+        """`connected`, or `retrying: <why>`, `standby (owned by <replica>)` and the like."""
+        if self.reason is None:
+            return self.state.value
+        if self.state is State.STANDBY:
+            return f"{self.state.value} ({self.reason})"
+        return f"{self.state.value}: {self.reason}"
 
 
 class Link(Protocol):
@@ -95,6 +104,12 @@ class Supervisor:
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._failures = 0
+        self._wanted = False  # start() was called and aclose() was not
+        # Set when replicas share the connection (`hold`): this replica's id, and the id of
+        # the replica that owns the connection as last seen (None: nobody, or not known).
+        self.replica: str | None = None
+        self.owner: str | None = None
+        self._ours = False  # this replica holds the connection's lock
 
     def __repr__(self) -> str:
         return f"Supervisor({self.name!r}, {self._health.describe()!r})"
@@ -103,16 +118,69 @@ class Supervisor:
     def health(self) -> Health:
         return self._health
 
+    @property
+    def wanted(self) -> bool:
+        """The channel started this connection (and has not closed it)."""
+        return self._wanted
+
+    @property
+    def owned(self) -> bool:
+        """This process runs the connection: alone (SQLite), or as the replica that owns it."""
+        return self.replica is None or self._ours
+
     def start(self) -> None:
+        """Run the connection; when held by an ownership, only once this replica owns it."""
+        self._wanted = True
+        if self.owned:
+            self._launch()
+
+    def _launch(self) -> None:
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name=f"{self.name}-connection")
 
     async def aclose(self) -> None:
+        self._wanted = False
+        await self._stop()
+
+    async def _stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+
+    # --- ownership, when several replicas share the connection (gateway.ownership)
+
+    def hold(self, replica: str) -> None:
+        """Run only while `replica` (this process) owns the connection; until then, stand by."""
+        self.replica = replica
+        self.owner = None
+        self._ours = False
+        self._set(Health(State.STANDBY, "waiting for the lock"))
+
+    def take_over(self) -> None:
+        """This replica now owns the connection: run it (if the channel started it)."""
+        self.owner = self.replica
+        self._ours = True
+        if self._wanted:
+            self._launch()
+
+    async def stand_by(self, owner: str | None, reason: str | None = None) -> None:
+        """Another replica owns the connection (or nobody, or we lost our lock): stop ours."""
+        self.owner = owner
+        self._ours = False
+        await self._stop()
+        why = reason or (f"owned by {owner}" if owner else "no owner yet")
+        if self._health.state is not State.STANDBY or self._health.reason != why:
+            self._set(Health(State.STANDBY, why))
+
+    def catch_up(self) -> None:
+        """While connected, send what waited for this connection again (`on_connected`):
+        another replica's outbox worker may have postponed a job because the connection is
+        not its to use."""
+        if self._health.state is State.CONNECTED and self._on_connected is not None:
+            task = asyncio.create_task(self._on_connected())
+            task.add_done_callback(_log_failure)
 
     async def wait_for(self, state: State) -> Health:
         """Wait until the connection reaches `state` (tests and `gateway check` use it)."""
@@ -217,6 +285,11 @@ def connected(channel: object) -> bool:
 
 
 def require_up(name: str, supervisor: Supervisor | None) -> None:
-    """Raise ChannelDown unless the connection is up (a send waits in the outbox then)."""
-    if supervisor is not None and supervisor.health.state is not State.CONNECTED:
+    """Raise ChannelDown unless the connection is up (a send waits in the outbox then).
+
+    On a replica that stands by, the connection lives on the replica that owns it: the
+    platform's web API works from here all the same."""
+    if supervisor is None or supervisor.health.state is State.STANDBY:
+        return
+    if supervisor.health.state is not State.CONNECTED:
         raise ChannelDown(name, supervisor.health.describe())

@@ -137,6 +137,18 @@ def _bind(
     return call
 
 
+async def dedicated_connection(
+    url: str, application_name: str, settings: dict[str, str] | None = None
+) -> Any:
+    """A raw asyncpg connection of its own, outside every pool, for what lives as long as
+    its session: LISTEN, and the singletons' advisory locks (`gateway.ownership`)."""
+    import asyncpg  # type: ignore[import-untyped]  # only PostgreSQL needs the raw driver
+
+    dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    server_settings = {"application_name": application_name} | (settings or {})
+    return await asyncpg.connect(dsn, server_settings=server_settings)
+
+
 def ping(conn: Connection) -> None:
     """The database answers (health checks)."""
     conn.exec_driver_sql("SELECT 1")
@@ -263,10 +275,7 @@ class Database:
                 self.on_changes(news)
 
     async def _connect_listener(self) -> None:
-        import asyncpg  # type: ignore[import-untyped]  # only PostgreSQL needs the raw driver
-
-        dsn = make_url(self.url).set(drivername="postgresql").render_as_string(hide_password=False)
-        conn = await asyncpg.connect(dsn, server_settings={"application_name": LISTENER_NAME})
+        conn = await dedicated_connection(self.url, LISTENER_NAME)
 
         def callback(_conn: Any, _pid: int, _channel: str, payload: str) -> None:
             self.on_changes(parse_payload(payload))

@@ -11,6 +11,7 @@ caller in the batch gets the error and nothing of the batch is stored.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import queue
 import threading
@@ -100,7 +101,8 @@ class Writer:
                 continue
             self._run(conn, batch)
         if conn is not None:
-            conn.close()
+            with contextlib.suppress(Exception):  # it may have died with the database
+                conn.close()
 
     def _next_batch(self) -> list[Op] | None:
         first = self._queue.get()
@@ -141,6 +143,10 @@ class Writer:
         except Exception as error:  # BEGIN, COMMIT or ROLLBACK failed: so does the batch
             log.warning("a batch of %d writes failed: %s", len(batch), error)
             _rollback(conn)
+            # The connection may be dead (the database restarted, the network dropped):
+            # the next batch opens a new one rather than failing on this one for ever.
+            with contextlib.suppress(Exception):
+                conn.invalidate()
             _fail(batch, error)
             return []
         if changes:

@@ -1,0 +1,160 @@
+"""`/readyz` (readiness) and `/metrics` (Prometheus); `/healthz`, liveness, is in routes.py.
+
+Liveness touches nothing but the event loop: a database outage must not get a healthy
+process restarted. Readiness says whether this replica can serve now: the database answers
+and its schema is the latest. Channel states are reported but never make a replica unready:
+a platform outage leaves the API serving (README: "No platform can take the API down").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+
+from gateway.api.auth import CoreDep
+from gateway.channel_status import channel_states
+from gateway.core import Core
+from gateway.errors import Unauthorized
+from gateway.store import migrate, utcnow
+from gateway.store.engine import READERS, ping
+
+if TYPE_CHECKING:
+    from gateway.metrics import Snapshot
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+READY_SECONDS = 2.0  # a database slower than this to answer SELECT 1 is not ready
+METRICS_SECONDS = 10.0
+OK = "ok"
+
+router = APIRouter()  # /readyz and /metrics, at the root (/healthz: gateway.api.routes)
+
+
+class Readiness(BaseModel):
+    """`ready` or `not ready`; each check is `ok` or why not; every channel's state."""
+
+    status: str
+    checks: dict[str, str]
+    channels: list[dict[str, Any]]
+    detail: str | None = None  # 503 only: what is not ready
+
+
+class SingleFlight(Generic[T]):
+    """One run at a time, each caller waiting for it at most `within` seconds; callers
+    arriving meanwhile share it. A probe of a database that hangs then ties up one reader
+    thread, however often the probe is called."""
+
+    def __init__(self, within: float) -> None:
+        self.within = within
+        self._task: asyncio.Task[T] | None = None
+
+    async def run(self, make: Callable[[], Awaitable[T]]) -> T:
+        if self._task is None or self._task.done():
+            self._task = asyncio.ensure_future(make())
+            self._task.add_done_callback(_retrieve)
+        async with asyncio.timeout(self.within):
+            return await asyncio.shield(self._task)
+
+
+def _retrieve(task: asyncio.Task[Any]) -> None:
+    """A run whose callers all timed out: its outcome is not worth a warning at exit."""
+    if not task.cancelled():
+        task.exception()
+
+
+def _flight(request: Request, name: str, within: float) -> SingleFlight[Any]:
+    """The app's own flight for `name` (apps in one process, as in tests, share none)."""
+    state = request.app.state
+    flight: SingleFlight[Any] | None = getattr(state, name, None)
+    if flight is None:
+        flight = SingleFlight(within)
+        setattr(state, name, flight)
+    return flight
+
+
+READINESS: dict[int | str, dict[str, Any]] = {
+    503: {"model": Readiness, "description": "Not ready: `detail` and `checks` say why"}
+}
+
+
+@router.get("/readyz", tags=["health"], response_model=Readiness, responses=READINESS)
+async def readyz(request: Request, core: CoreDep) -> JSONResponse:
+    """Readiness: the database answers within 2 s and its schema is the latest migration.
+    Each channel's state (and owner) is reported and does not make the replica unready."""
+    try:
+        flight = _flight(request, "readiness", READY_SECONDS)
+        checks = await flight.run(lambda: database_checks(core))
+    except TimeoutError:
+        checks = {"database": f"no answer within {READY_SECONDS:g} s", "schema": "not checked"}
+    failing = {name: why for name, why in checks.items() if why != OK}
+    body = Readiness(
+        status="not ready" if failing else "ready",
+        checks=checks,
+        channels=[state.to_dict() for state in channel_states(core.channels)],
+        detail="; ".join(f"{name}: {why}" for name, why in failing.items()) or None,
+    )
+    if failing:
+        log.warning("not ready: %s", body.detail)
+    return JSONResponse(body.model_dump(exclude_none=True), status_code=503 if failing else 200)
+
+
+async def database_checks(core: Core) -> dict[str, str]:
+    """A SELECT 1 through the store's read path, then the schema against the latest head."""
+    try:
+        await _fresh(lambda: core.db.read(ping))
+    except SQLAlchemyError as error:
+        return {"database": f"unreachable ({type(error).__name__})", "schema": "not checked"}
+    try:
+        behind = await _fresh(lambda: migrate.schema_behind(core.db))
+    except SQLAlchemyError as error:
+        return {"database": OK, "schema": f"unreadable ({type(error).__name__})"}
+    return {"database": OK, "schema": behind or OK}
+
+
+async def _fresh(call: Callable[[], Awaitable[T]]) -> T:
+    """A connection opened before an outage fails once, on its first use after it: that
+    says nothing of the database now, so the question is asked again on a fresh one (each
+    reader thread keeps its own connection)."""
+    for _ in range(READERS):
+        try:
+            return await call()
+        except DBAPIError as error:
+            if not error.connection_invalidated:
+                raise
+    return await call()
+
+
+@router.get("/metrics", include_in_schema=False)
+async def prometheus(request: Request, core: CoreDep) -> Response:
+    """Prometheus text format; 404 unless GATEWAY_METRICS_ENABLED, and with
+    GATEWAY_METRICS_TOKEN only to `Authorization: Bearer <token>`."""
+    settings = core.settings
+    if not settings.metrics_enabled:
+        raise HTTPException(status_code=404, detail="Not Found")
+    if settings.metrics_token is not None:
+        expected = f"Bearer {settings.metrics_token.get_secret_value()}"
+        given = request.headers.get("authorization", "")
+        if not hmac.compare_digest(given.encode(), expected.encode()):
+            raise Unauthorized("GET /metrics needs 'Authorization: Bearer <GATEWAY_METRICS_TOKEN>'")
+    from gateway import metrics  # prometheus_client costs every CLI command 40 ms otherwise
+
+    started = time.perf_counter()
+    snap: Snapshot | None
+    try:
+        flight = _flight(request, "metrics", METRICS_SECONDS)
+        snap = await flight.run(lambda: _fresh(lambda: core.db.scan(metrics.snapshot, utcnow())))
+    except (TimeoutError, SQLAlchemyError) as error:
+        log.warning("metrics: the database did not answer (%s)", type(error).__name__)
+        snap = None
+    body = metrics.exposition(core, snap, took=time.perf_counter() - started)
+    return Response(body, media_type=metrics.CONTENT_TYPE)

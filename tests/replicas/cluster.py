@@ -1,0 +1,107 @@
+"""Several `gateway serve` replicas on one PostgreSQL database, and what they say about the
+connections each of them owns or stands by for."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.services.dovecot import ThrowawayDovecot
+from tests.services.gateway_process import GatewayProcess
+
+# The connections held by one owner each, by the channel that shows them.
+SINGLETONS = ("discord", "slack", "email")
+
+
+@dataclass
+class Replica:
+    process: GatewayProcess
+    api_key: str = ""
+
+    @property
+    def pid(self) -> int:
+        assert self.process.proc is not None
+        return self.process.proc.pid
+
+    @property
+    def replica_id(self) -> str:
+        """What the gateway calls itself by default: hostname:pid."""
+        return f"{socket.gethostname()}:{self.pid}"
+
+    def client(self) -> httpx.AsyncClient:
+        headers = {"Authorization": f"Bearer {self.api_key}"}
+        return httpx.AsyncClient(base_url=self.process.api_base, headers=headers, timeout=30)
+
+    async def channels(self) -> dict[str, dict[str, Any]]:
+        """GET /gateway/v1/channels, by channel name."""
+        async with self.client() as api:
+            response = await api.get(f"{self.process.base_url}/gateway/v1/channels")
+        assert response.status_code == 200, response.text
+        return {c["name"]: c for c in response.json()["channels"]}
+
+
+@dataclass
+class Cluster:
+    workdir: Path
+    env: dict[str, str]
+    replicas: list[Replica] = field(default_factory=list)
+
+    async def start(self) -> Replica:
+        """One more replica; the first one creates the API key that all of them accept."""
+        process = GatewayProcess(self.workdir, self.env)
+        try:
+            await asyncio.to_thread(process.start)
+        except BaseException:
+            await asyncio.to_thread(process.kill)  # one that never became healthy runs on
+            raise
+        key = process.api_key or (self.replicas[0].api_key if self.replicas else "")
+        assert key, "the first replica prints the API key it created"
+        replica = Replica(process, key)
+        self.replicas.append(replica)
+        return replica
+
+    def alive(self) -> list[Replica]:
+        return [r for r in self.replicas if r.process.alive()]
+
+    async def stop(self) -> None:
+        await asyncio.gather(*(asyncio.to_thread(r.process.stop) for r in self.replicas))
+
+
+async def owners(replicas: list[Replica]) -> dict[str, dict[str, str | None]]:
+    """For each singleton, each replica's view: `{channel: {replica_id: owner}}`."""
+    views = await asyncio.gather(*(r.channels() for r in replicas))
+    return {
+        name: {r.replica_id: view[name]["owner"] for r, view in zip(replicas, views, strict=True)}
+        for name in SINGLETONS
+    }
+
+
+async def connection_texts(replicas: list[Replica]) -> dict[str, dict[str, str]]:
+    """For each singleton, what each replica's channel state says: `{channel: {id: text}}`."""
+    views = await asyncio.gather(*(r.channels() for r in replicas))
+    return {
+        name: {
+            r.replica_id: str(view[name]["connection"])
+            for r, view in zip(replicas, views, strict=True)
+        }
+        for name in SINGLETONS
+    }
+
+
+def imap_sessions(dovecot: ThrowawayDovecot, user: str) -> int:
+    """IMAP sessions Dovecot has open for `user` now (`doveadm who`, from its anvil)."""
+    result = subprocess.run(
+        ["doveadm", "-c", str(dovecot.config), "who", "-1", user],
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=True,
+    )
+    rows = [line.split() for line in result.stdout.splitlines()[1:]]
+    return sum(1 for row in rows if row[:2] == [user, "imap"])

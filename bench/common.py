@@ -21,10 +21,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
@@ -382,6 +382,24 @@ def throwaway_postgres(database: str) -> Iterator[str]:
 
 def postgres_available() -> bool:
     return find_bindir() is not None
+
+
+T = TypeVar("T")
+
+
+def on_each_database(
+    run: Callable[[str, str], list[T]], *, postgres: bool, database: str
+) -> list[T]:
+    """`run(url, label)` on SQLite, then with `postgres` on a throwaway PostgreSQL."""
+    print("-- gateway on SQLite", flush=True)
+    results = run(sqlite_url(), "SQLite")
+    if postgres and not postgres_available():
+        print("-- gateway on PostgreSQL: skipped (no PostgreSQL binaries on this machine)")
+    elif postgres:
+        print("-- gateway on PostgreSQL (throwaway server, fsync on)", flush=True)
+        with throwaway_postgres(database) as url:
+            results += run(url, "PostgreSQL")
+    return results
 
 
 def main(argv: list[str] | None = None) -> None:

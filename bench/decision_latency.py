@@ -306,16 +306,9 @@ def main() -> int:
     with common.baseline_server() as server:
         baseline = asyncio.run(baseline_round_trips(server))
 
-    phases: list[Phase] = []
-    print("-- gateway on SQLite", flush=True)
-    phases += run_gateway(common.sqlite_url(), "SQLite")
-    if args.postgres:
-        if not common.postgres_available():
-            print("-- gateway on PostgreSQL: skipped (no PostgreSQL binaries on this machine)")
-        else:
-            print("-- gateway on PostgreSQL (throwaway server, fsync on)", flush=True)
-            with common.throwaway_postgres("bench_decisions") as url:
-                phases += run_gateway(url, "PostgreSQL")
+    phases = common.on_each_database(
+        run_gateway, postgres=args.postgres, database="bench_decisions"
+    )
 
     print()
     base50, base99 = baseline.p(50), baseline.p(99)

@@ -246,16 +246,7 @@ def main() -> int:
         f"{SETTLE * 1000:.0f} ms after the waiter's request"
     )
     print()
-    measured: list[Phase] = []
-    print("-- gateway on SQLite", flush=True)
-    measured += run_gateway(common.sqlite_url(), "SQLite")
-    if args.postgres:
-        if not common.postgres_available():
-            print("-- gateway on PostgreSQL: skipped (no PostgreSQL binaries on this machine)")
-        else:
-            print("-- gateway on PostgreSQL (throwaway server, fsync on)", flush=True)
-            with common.throwaway_postgres("bench_mcp") as url:
-                measured += run_gateway(url, "PostgreSQL")
+    measured = common.on_each_database(run_gateway, postgres=args.postgres, database="bench_mcp")
     report(measured)
     print()
     print(

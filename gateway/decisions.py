@@ -129,6 +129,14 @@ def next_status(row: Request, event: Event) -> Status:
         ) from None
 
 
+async def _already_ours(core: Core, row: Request, decision: Decision) -> bool:
+    """Whether a decided request was decided by this very respond's first attempt (a retry
+    with the same Idempotency-Key and body)."""
+    if row.status == Status.PENDING or decision.idempotency is None:
+        return False
+    return bool(await core.db.read(_first_answer, row.rid, decision.idempotency))
+
+
 def _fields(decision: Decision) -> dict[str, Any]:
     return {
         "comment": decision.comment,
@@ -144,8 +152,7 @@ async def decide(core: Core, row: Request, decision: Decision) -> Request:
 
     A decision with an idempotency token that lost to an earlier decision with the same
     token (a retried respond) returns the request as that decision left it."""
-    retried = row.status != Status.PENDING and decision.idempotency is not None
-    if retried and await core.db.read(_first_answer, row.rid, decision.idempotency):
+    if await _already_ours(core, row, decision):
         return row
     status = next_status(row, decision.event)
     fields = _fields(decision)
@@ -174,8 +181,7 @@ async def submit(core: Core, row: Request, decision: Decision) -> Request:
     voting = row.policy_json is not None and decision.event in (Event.APPROVE, Event.REJECT)
     if not voting:
         return await decide(core, row, decision)
-    retried = row.status != Status.PENDING and decision.idempotency is not None
-    if retried and await core.db.read(_first_answer, row.rid, decision.idempotency):
+    if await _already_ours(core, row, decision):
         return row
     next_status(row, decision.event)  # a decided request: Conflict, before any vote
 

@@ -109,13 +109,13 @@ def record(
     targets = counted_targets(config, route, user_info, person)
     tree = policy.from_dict(json.loads(row.policy_json or "{}"))
     now = utcnow()
-    if not targets & policy.active_targets(tree, seconds_since(row, now)):
+    open_now = targets & policy.active_targets(tree, seconds_since(row, now))
+    if not open_now:
         return None
     votes = vote_store.list_for(conn, row.rid)
     theirs = [v for v in votes if v.person == person]
     if any(v.approve != approve for v in theirs):
         return Counted(None, votes, fresh=False, reversed=True)
-    open_now = targets & policy.active_targets(tree, seconds_since(row, now))
     fresh = not open_now <= _covered(tree, row, theirs)
     if fresh:
         vote = VoteRow(

@@ -16,6 +16,7 @@ from tests.services.inprocess import RunningGateway, running_gateway, test_setti
 from tests.services.net import free_port
 from tests.services.postgres import ThrowawayPostgres, createdb, dropdb, find_bindir
 from tests.services.receiver import WebhookReceiver
+from tests.services.smtp_sink import SmtpSink
 
 IN_CI = os.environ.get("CI") == "true"
 MIGRATED_TEMPLATE = "gw_template"
@@ -92,6 +93,19 @@ async def gateway(db_url: str) -> AsyncIterator[RunningGateway]:
 async def sqlite_gateway(tmp_path: object) -> AsyncIterator[RunningGateway]:
     async with running_gateway(test_settings(f"sqlite+aiosqlite:///{tmp_path}/gw.db")) as running:
         yield running
+
+
+@pytest.fixture
+async def smtp_sink() -> AsyncIterator[SmtpSink]:
+    """An SMTP submission server that requires STARTTLS and AUTH, fresh for each test."""
+    sink = SmtpSink()
+    try:
+        sink.start()
+        yield sink
+        # Let clients finish their TLS close while this test's loop still runs.
+        await sink.wait_until_disconnected()
+    finally:
+        sink.stop()
 
 
 @pytest.fixture

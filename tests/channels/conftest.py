@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 
 import pytest
 
 from tests.conftest import missing_service
 from tests.services.dovecot import ThrowawayDovecot, find_dovecot
-from tests.services.smtp_sink import SmtpSink
 
 
 @pytest.fixture(scope="session")
@@ -30,16 +29,3 @@ def dovecot_server() -> Iterator[ThrowawayDovecot]:
 def dovecot(dovecot_server: ThrowawayDovecot) -> ThrowawayDovecot:
     """The session's Dovecot, running (again, if an earlier test stopped it and failed)."""
     return dovecot_server.start()
-
-
-@pytest.fixture
-async def smtp_sink() -> AsyncIterator[SmtpSink]:
-    """An SMTP submission server that requires STARTTLS and AUTH, fresh for each test."""
-    sink = SmtpSink()
-    try:
-        sink.start()
-        yield sink
-        # Let clients finish their TLS close while this test's loop still runs.
-        await sink.wait_until_disconnected()
-    finally:
-        sink.stop()

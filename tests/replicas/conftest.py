@@ -1,5 +1,5 @@
-"""Fixtures for replica tests: the channel tests' Dovecot and SMTP sink."""
+"""Fixtures for replica tests: the channel tests' Dovecot (the SMTP sink is the root's)."""
 
-from tests.channels.conftest import dovecot, dovecot_server, smtp_sink
+from tests.channels.conftest import dovecot, dovecot_server
 
-__all__ = ["dovecot", "dovecot_server", "smtp_sink"]
+__all__ = ["dovecot", "dovecot_server"]

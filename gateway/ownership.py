@@ -145,8 +145,6 @@ class Ownership:
         while True:
             try:
                 await self._round()
-                for key in self._owned:
-                    self._held[key].catch_up()
             except Exception:  # a bug here must not end fail-over for good
                 log.exception("ownership: round failed; trying again")
             self._wake.clear()

@@ -174,14 +174,6 @@ class Supervisor:
         if self._health.state is not State.STANDBY or self._health.reason != why:
             self._set(Health(State.STANDBY, why))
 
-    def catch_up(self) -> None:
-        """While connected, send what waited for this connection again (`on_connected`):
-        another replica's outbox worker may have postponed a job because the connection is
-        not its to use."""
-        if self._health.state is State.CONNECTED and self._on_connected is not None:
-            task = asyncio.create_task(self._on_connected())
-            task.add_done_callback(_log_failure)
-
     async def wait_for(self, state: State) -> Health:
         """Wait until the connection reaches `state` (tests and `gateway check` use it)."""
         while self._health.state is not state:

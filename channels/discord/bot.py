@@ -1,18 +1,24 @@
-"""The discord.py client: no privileged intents, no pings, one dynamic button class."""
+"""The discord.py client: no privileged intents, no pings; it resumes the session a previous
+owner of the websocket left, and keeps the point it has handled up to for the next one."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
-import re
 from typing import Any
 
+import aiohttp
 import discord
 import yarl
+from discord.gateway import DiscordWebSocket, ReconnectWebSocket
 
 from channels.discord.interactions import Interactions
+from channels.discord.sessions import SessionLog
 from channels.discord.settings import DiscordSettings
-from gateway.callback_ids import BUTTON_PATTERN, CallbackId, Verb, encode
+from gateway.resume_points import ResumePoint
 from gateway.supervisor import Link
+
+log = logging.getLogger(__name__)
 
 # discord.py warns about these at every login; the gateway uses no voice and no guild cache.
 _EXPECTED_WARNINGS = ("voice will NOT be supported", "Guilds intent seems to be disabled")
@@ -27,34 +33,24 @@ for _name in ("discord.client", "discord.state"):
 
 # Past this, a 429 is handed to the outbox (which honours Retry-After) instead of waited out.
 MAX_RATELIMIT_WAIT_SECONDS = 30.0
-
-
-class RequestButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=BUTTON_PATTERN):
-    """Any of the gateway's buttons, rebuilt from its custom id on every click."""
-
-    def __init__(self, click: CallbackId) -> None:
-        super().__init__(discord.ui.Button(custom_id=encode(click.verb, click.rid, click.index)))
-        self.click = click
-
-    @classmethod
-    async def from_custom_id(
-        cls,
-        interaction: discord.Interaction[Any],
-        item: discord.ui.Item[Any],
-        match: re.Match[str],
-        /,
-    ) -> RequestButton:
-        index = match["index"]
-        return cls(CallbackId(Verb(match["verb"]), match["rid"], int(index) if index else None))
-
-    async def callback(self, interaction: discord.Interaction[Any]) -> None:
-        client = interaction.client
-        if isinstance(client, GatewayBot) and client.interactions is not None:
-            await client.interactions.clicked(interaction, self.click)
+# What ends a resumed session other than Discord asking for a reconnect: then identify anew.
+_DROPPED = (
+    OSError,
+    aiohttp.ClientError,
+    TimeoutError,
+    discord.ConnectionClosed,
+    discord.GatewayNotFound,
+    discord.HTTPException,
+)
 
 
 class GatewayBot(discord.Client):
-    def __init__(self, interactions: Interactions | None, link: Link | None) -> None:
+    def __init__(
+        self,
+        interactions: Interactions | None,
+        link: Link | None,
+        sessions: SessionLog | None = None,
+    ) -> None:
         super().__init__(
             intents=discord.Intents.none(),  # interactions arrive without any intent
             allowed_mentions=discord.AllowedMentions.none(),
@@ -62,26 +58,67 @@ class GatewayBot(discord.Client):
         )
         self.interactions = interactions
         self.link = link
+        self.sessions = sessions
 
     # The supervisor's view of the websocket, which discord.py re-opens by itself.
     async def on_connect(self) -> None:  # READY received; on_ready waits 2 s more for guilds
         if self.link is not None:
             self.link.up()
+        if self.sessions is not None:
+            await self.sessions.settled(self.ws)
 
     async def on_resumed(self) -> None:
-        if self.link is not None:
-            self.link.up()
+        await self.on_connect()
 
     async def on_disconnect(self) -> None:
         if self.link is not None and not self.is_closed():
             self.link.down("the websocket dropped; discord.py is reconnecting")
 
-    async def setup_hook(self) -> None:
-        self.add_dynamic_items(RequestButton)
+    def dispatch(self, event: str, /, *args: Any, **kwargs: Any) -> None:
+        if event == "interaction" and self.sessions is not None:
+            self.sessions.began()  # while its sequence number is the websocket's
+        super().dispatch(event, *args, **kwargs)
 
     async def on_interaction(self, interaction: discord.Interaction[Any]) -> None:
-        if interaction.type is discord.InteractionType.modal_submit and self.interactions:
-            await self.interactions.modal_submitted(interaction)
+        try:
+            if self.interactions is not None:
+                await self.interactions.received(interaction)
+        finally:
+            if self.sessions is not None:
+                await self.sessions.ended(self.ws)
+
+    async def connect(self, *, reconnect: bool = True) -> None:
+        """Take up the session the websocket's last owner left, if Discord still has it
+        (it replays what it missed); then discord.py's own loop, which identifies anew."""
+        point = await self.sessions.last() if self.sessions is not None else None
+        while point is not None and not self.is_closed():
+            point = await self._resumed(point)
+        if not self.is_closed():
+            await super().connect(reconnect=reconnect)
+
+    async def _resumed(self, point: ResumePoint) -> ResumePoint | None:
+        """Run a resumed session until it ends: where to resume next, or None to identify."""
+        try:
+            opening = DiscordWebSocket.from_client(
+                self,
+                gateway=yarl.URL(point.url),
+                session=point.session_id,
+                sequence=point.seq,
+                resume=True,
+            )
+            self.ws = await asyncio.wait_for(opening, timeout=60)
+            while True:
+                await self.ws.poll_event()
+        except ReconnectWebSocket as asked:  # an invalid session asks for a new one
+            self.dispatch("disconnect")
+            ws = self.ws
+            if not asked.resume or ws is None or not ws.session_id or ws.sequence is None:
+                return None
+            return ResumePoint(ws.session_id, str(ws.gateway), ws.sequence)
+        except _DROPPED as error:
+            self.dispatch("disconnect")
+            log.info("discord: could not resume the last session (%s); identifying", error)
+            return None
 
 
 def point_at(settings: DiscordSettings) -> None:

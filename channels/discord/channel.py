@@ -3,10 +3,13 @@ decided, reply under it to remind, take clicks.
 
 REST calls (send, edit) work as soon as the bot has logged in; clicks arrive over the
 gateway websocket, which discord.py keeps open, resuming or re-identifying after a drop.
+With several replicas one owns the websocket; the others send and edit through a REST-only
+login, and the next owner resumes the websocket session the last one left.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 from typing import TYPE_CHECKING, Any
@@ -17,6 +20,7 @@ import discord
 from channels.discord.bot import GatewayBot, point_at
 from channels.discord.interactions import Interactions
 from channels.discord.render import approval, as_it_stands, button_view, question, reminder
+from channels.discord.sessions import SessionLog
 from channels.discord.settings import DiscordSettings
 from gateway.errors import ChannelDown, ChannelNotConfigured, DeliveryError
 from gateway.lifecycle import Kind
@@ -32,6 +36,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# Closing with another code than 1000/1001 leaves the session resumable by the next owner.
+RESUMABLE_CLOSE = 4000
 DM_REFUSED = 50007  # "Cannot send messages to this user": DMs closed, or no shared server
 # What the bot needs where it posts: see, send, embed, and post in threads.
 PERMISSIONS = discord.Permissions(
@@ -98,8 +104,11 @@ class DiscordChannel:
     def __init__(self, settings: DiscordSettings | None = None) -> None:
         self.settings = settings or DiscordSettings()
         self.interactions: Interactions | None = None
+        self.sessions: SessionLog | None = None
         self.connection: Supervisor | None = None
-        self._bot: GatewayBot | None = None
+        self._bot: GatewayBot | None = None  # the websocket session's, while it runs
+        self._rest: GatewayBot | None = None  # logged in without a websocket
+        self._rest_login = asyncio.Lock()
 
     def missing_settings(self) -> list[str]:
         return [] if self.settings.bot_token else ["DISCORD_BOT_TOKEN"]
@@ -107,6 +116,7 @@ class DiscordChannel:
     def mount(self, app: FastAPI, core: Core, /) -> None:
         """No HTTP routes: clicks come over the bot's websocket. This hands over the core."""
         self.interactions = Interactions(core)
+        self.sessions = SessionLog(core)
         if not self.missing_settings():
             self.connection = supervise(core, self.name, self._session)
 
@@ -117,14 +127,14 @@ class DiscordChannel:
     async def _session(self, link: Link) -> None:
         """Log in (REST works from then on), open the websocket, run until it ends for good;
         discord.py resumes or re-identifies after a drop by itself."""
-        bot = GatewayBot(self.interactions, link)
+        bot = GatewayBot(self.interactions, link, self.sessions)
         try:
             await self._login(bot)
             self._bot = bot
             await bot.connect(reconnect=True)  # the bot tells `link` when READY arrives
         finally:
             self._bot = None
-            await bot.close()
+            await _close_resumable(bot)
 
     async def _login(self, bot: GatewayBot) -> None:
         if self.settings.bot_token is None:
@@ -136,21 +146,23 @@ class DiscordChannel:
             raise as_delivery_error(error) from None
 
     async def bot(self) -> GatewayBot:
-        """The logged-in bot; without a running connection (the CLI), a REST-only login."""
-        if self.connection is not None:
+        """The logged-in bot: the websocket session's where this process runs it; a REST-only
+        login where none runs here (the CLI, or a replica standing by for the owner)."""
+        if self.connection is not None and self.connection.owned:
             require_up(self.name, self.connection)
             if self._bot is None:  # the session is just tearing down
                 raise ChannelDown(self.name, "the websocket session ended")
             return self._bot
-        if self._bot is None:
-            bot = GatewayBot(None, None)
-            try:
-                await self._login(bot)
-            except BaseException:
-                await bot.close()
-                raise
-            self._bot = bot
-        return self._bot
+        async with self._rest_login:
+            if self._rest is None:
+                bot = GatewayBot(None, None)
+                try:
+                    await self._login(bot)
+                except BaseException:
+                    await bot.close()
+                    raise
+                self._rest = bot
+        return self._rest
 
     async def send(self, request: RequestView, target: Target, /) -> Sent:
         embed, buttons = (approval if request.kind == Kind.FUNCTION_CALL else question)(request)
@@ -240,6 +252,15 @@ class DiscordChannel:
     async def aclose(self) -> None:
         if self.connection is not None:
             await self.connection.aclose()
-        elif self._bot is not None:
-            await self._bot.close()
-        self._bot = None
+        if self._rest is not None:
+            await self._rest.close()
+        self._bot = self._rest = None
+
+
+async def _close_resumable(bot: GatewayBot) -> None:
+    """Close the websocket so that Discord keeps the session for the next owner to resume
+    (discord.py's own close says 1000, which ends it), then the bot."""
+    ws = bot.ws
+    if ws is not None and ws.open:
+        await ws.close(code=RESUMABLE_CLOSE)
+    await bot.close()

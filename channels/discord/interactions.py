@@ -1,14 +1,14 @@
 """What Discord sends the bot: button clicks and modal submissions, turned into answers.
 
-Buttons are one `DynamicItem` matched on the shared callback id (`gw:<verb>:<rid>`), so a
-click on a message sent by an earlier process still lands. Modal submissions are read in
-`on_interaction` from the custom id alone (`gw:modal:<verb>:<rid>`): a modal opened before a
-restart is no longer in discord.py's memory, and this way it is still handled.
+Clicks and modal submissions are both read from the custom id alone (`gw:<verb>:<rid>`,
+`gw:modal:<verb>:<rid>`), not from discord.py's views: a message posted, or a modal opened,
+by an earlier process or another replica is not in this one's memory, and still lands.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +23,10 @@ from gateway.vocabulary import AnsweredIn
 if TYPE_CHECKING:  # the composition root hands the core over
     from gateway.core import Core
 
+log = logging.getLogger(__name__)
+
 TEXT_INPUT_ID = "text"
+UNKNOWN_INTERACTION = 10062  # Discord's code for an interaction past its 3 s to answer
 # Discord drops an interaction not answered within 3 s; past this, defer and edit later.
 DEFER_AFTER_SECONDS = 2.0
 WHY = "Why? The agent reads this."
@@ -74,6 +77,24 @@ class Interactions:
     def __init__(self, core: Core) -> None:
         self.core = core
 
+    async def received(self, interaction: discord.Interaction[Any]) -> None:
+        """Any interaction: one of our buttons or forms is answered, anything else ignored."""
+        data: dict[str, Any] = dict(interaction.data or {})
+        click = decode(str(data.get("custom_id", "")))
+        if click is None:
+            return  # not one of ours
+        try:
+            if interaction.type is discord.InteractionType.modal_submit and click.modal:
+                await self.modal_submitted(interaction, click)
+            elif interaction.type is discord.InteractionType.component and not click.modal:
+                await self.clicked(interaction, click)
+        except discord.NotFound as error:
+            if error.code != UNKNOWN_INTERACTION:
+                raise
+            # Replayed after a takeover, past Discord's 3 s: what it decided stands, and the
+            # outbox edits the message.
+            log.info("discord: interaction %s expired before it was answered", interaction.id)
+
     async def clicked(self, interaction: discord.Interaction[Any], click: CallbackId) -> None:
         if click.verb == Verb.REJECT:
             await self._open(interaction, click, "Reject", WHY)
@@ -113,12 +134,10 @@ class Interactions:
         modal = reason_modal(click, title=title, label=label, prefill=prefill)
         await interaction.response.send_modal(modal)
 
-    async def modal_submitted(self, interaction: discord.Interaction[Any]) -> None:
-        data: dict[str, Any] = dict(interaction.data or {})
-        click = decode(str(data.get("custom_id", "")))
-        if click is None or not click.modal:
-            return  # not one of ours
-        text = submitted_text(data)
+    async def modal_submitted(
+        self, interaction: discord.Interaction[Any], click: CallbackId
+    ) -> None:
+        text = submitted_text(dict(interaction.data or {}))
         if not text:
             await _tell(interaction, "give a reason, so the agent knows what to change")
             return

@@ -211,7 +211,7 @@ def button_view(buttons: list[ButtonSpec]) -> discord.ui.View:
     for spec in buttons:
         style = getattr(discord.ButtonStyle, spec.style)
         view.add_item(discord.ui.Button(label=spec.label, style=style, custom_id=spec.custom_id))
-    # Finished, so discord.py does not store it: clicks go to RequestButton alone.
+    # Finished, so discord.py does not store it: clicks go to on_interaction alone.
     view.stop()
     return view
 

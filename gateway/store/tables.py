@@ -169,6 +169,19 @@ class ImapCheckpoint(SQLModel, table=True):
     last_uid: int = Field(sa_column=sa.Column(sa.BigInteger, nullable=False))
 
 
+class ResumePoint(SQLModel, table=True):
+    """Where a platform's websocket session stands, so that the next owner of the connection
+    resumes it (the platform replays what it missed) instead of opening a new one."""
+
+    __tablename__ = "resume_point"
+
+    name: str = Field(primary_key=True, max_length=64)  # the channel: "discord"
+    session_id: str = Field(max_length=255)
+    url: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    seq: int = Field(sa_column=sa.Column(sa.BigInteger, nullable=False))
+    saved_at: datetime = Field(sa_column=_ts())
+
+
 class ConsoleLogin(SQLModel, table=True):
     """A one-time console sign-in link (`gateway console link`); only its hash is kept."""
 

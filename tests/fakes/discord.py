@@ -27,9 +27,10 @@ Scenarios:
   header, without which discord.py takes it for a Cloudflare ban and gives up); discord.py
   waits it out and retries. It also retries a 500/502 after 1 s.
 - `click()` / `submit_modal()`: push an INTERACTION_CREATE (button or select; modal submit).
-  The bot's callback is recorded in `callbacks`. An UPDATE_MESSAGE (7) callback, an
-  `@original` edit and `PATCH /channels/{c}/messages/{m}` change the stored message and are
-  listed by `edits_of()`.
+  The bot's callback is recorded in `callbacks`. As with Discord, a callback more than 3 s
+  (`answer_within`) after the click answers 404 "Unknown interaction" (10062). An
+  UPDATE_MESSAGE (7) callback, an `@original` edit and `PATCH /channels/{c}/messages/{m}`
+  change the stored message and are listed by `edits_of()`.
 - `dispatch(event, data)`: push any other gateway event (MESSAGE_CREATE, ...).
 - `drop_connection()`: the fake closes the gateway socket (code 4000); discord.py reconnects
   and RESUMEs. Dispatches pushed meanwhile are queued for the session and replayed on RESUME.
@@ -37,6 +38,10 @@ Scenarios:
   events while the bot is surely offline.
 - A client that IDENTIFIES instead starts a new session. Dispatches queued for the old
   session are not delivered, as with Discord; they are kept in `dropped_dispatches`.
+- A client that closes its socket with code 1000 or 1001 ends its session, as with Discord:
+  a RESUME of it gets INVALID_SESSION. Any other close (or a dropped TCP connection, as
+  when the process is killed) leaves it resumable, from another process too; `replays`
+  lists how many dispatches each RESUME replayed. `forget_session()` expires it.
 
 Gateway: one session at a time. Dispatches go to the connection that identified or resumed
 last. A RESUME with another session id gets INVALID_SESSION (op 9, `d: false`) and
@@ -72,6 +77,8 @@ PERMISSIONS = "2251799813685247"
 # Interaction callback types that answer with a new message / with the clicked message.
 NEW_MESSAGE_CALLBACKS = (4, 5)
 SAME_MESSAGE_CALLBACKS = (6, 7)
+INTERACTION_ANSWER_SECONDS = 3.0
+ENDS_SESSION = (1000, 1001)  # a client closing with these cannot resume afterwards
 
 Json = dict[str, Any]
 
@@ -113,6 +120,7 @@ class _Interaction:
     message_id: str | None  # the message the component was on
     response_type: int | None = None
     original_id: str | None = None  # the message `@original` names
+    created: float = field(default_factory=time.monotonic)
 
 
 Handler = Callable[[_Request], Awaitable[web.Response]]
@@ -148,6 +156,9 @@ class FakeDiscord:
         self.dm_channels: dict[str, Json] = {}  # user id -> DM channel
         self.identify_count = 0
         self.resume_count = 0
+        self.replays: list[int] = []  # how many dispatches each RESUME replayed
+        # Discord forgets an interaction not answered within 3 s (a later callback gets 404).
+        self.answer_within = INTERACTION_ANSWER_SECONDS
         self.dropped_dispatches: list[Json] = []
         self._faults: list[_Fault] = []
         self._interactions: dict[str, _Interaction] = {}
@@ -340,8 +351,19 @@ class FakeDiscord:
             async with self._gateway_lock:
                 if self._live is socket:
                     self._live = None
+                    if socket.close_code in ENDS_SESSION:  # the client said goodbye
+                        self._end_session()
             await self._notify()
         return socket
+
+    def forget_session(self) -> None:
+        """Discord no longer has the session (it expired): a RESUME of it is refused."""
+        self._end_session()
+
+    def _end_session(self) -> None:
+        """No RESUME of this session any more (the gateway lock is held)."""
+        self.dropped_dispatches.extend(self._queued)
+        self._session_id, self._queued = None, []
 
     async def _on_gateway_message(self, socket: web.WebSocketResponse, message: Json) -> None:
         op, data = message.get("op"), message.get("d") or {}
@@ -360,8 +382,8 @@ class FakeDiscord:
             return
         await self._reconnect_allowed.wait()
         async with self._gateway_lock:
-            self.dropped_dispatches.extend(self._queued)
-            self._session_id, self._seq, self._log, self._queued = uuid.uuid4().hex, 0, [], []
+            self._end_session()
+            self._session_id, self._seq, self._log = uuid.uuid4().hex, 0, []
             self._live = socket
             await self._emit("READY", self._ready_payload())
 
@@ -376,8 +398,10 @@ class FakeDiscord:
                 return
             self._live = socket
             after = data.get("seq") or 0
-            for frame in [f for f in self._log if f["s"] > after]:
+            missed = [f for f in self._log if f["s"] > after]
+            for frame in missed:
                 await _send(socket, frame)
+            self.replays.append(len(missed))
             self._queued = []
             self.resume_count += 1
             # discord.py writes into RESUMED's `d`, so it must be an object.
@@ -603,6 +627,8 @@ class FakeDiscord:
     async def _interaction_callback(self, request: _Request) -> web.Response:
         interaction = self._interactions.get(request.params["interaction_id"])
         if interaction is None or interaction.token != request.params["token"]:
+            return _error(404, 10062, "Unknown interaction")
+        if time.monotonic() - interaction.created > self.answer_within:
             return _error(404, 10062, "Unknown interaction")
         if interaction.response_type is not None:
             return _error(400, 40060, "Interaction has already been acknowledged.")

@@ -17,9 +17,10 @@ from channels.discord import interactions
 from channels.discord.channel import DiscordChannel
 from channels.discord.settings import DiscordSettings
 from gateway.errors import DeliveryError
+from gateway.retry import RetryPolicy
 from gateway.routing import Target
 from gateway.settings import Settings
-from gateway.supervisor import State
+from gateway.supervisor import Link, State, Supervisor
 from tests.factories import RequestFactory
 from tests.fakes.discord import FakeDiscord
 from tests.helpers import events, eventually, outbox_idle
@@ -32,6 +33,7 @@ ALICE, BOB, MALLORY = "600000000000000001", "600000000000000002", "6000000000000
 UPDATE_MESSAGE, MODAL, CHANNEL_MESSAGE, DEFERRED_UPDATE = 7, 9, 4, 6
 EPHEMERAL = 64
 TO_CHANNEL = {"discord": {"channel_id": CHANNEL}}
+FAST = RetryPolicy(base=0.01, cap=0.02, jitter=0)
 
 ROUTING = f"""
 [people.alice]
@@ -310,10 +312,42 @@ async def test_a_click_after_a_gateway_restart_still_lands(
         rid = (await request_factory(first, "restart-1", channel=TO_CHANNEL, settle=True)).rid
         message = posted_message(fake, "restart-1")
     async with gateway_with_bot(settings, fake) as second:
-        assert fake.identify_count == 2  # a new process, a new session
+        # The new process takes up the session the first one left, as its next owner would.
+        assert (fake.identify_count, fake.resume_count) == (1, 1)
         clicked = await fake.click(f"gw:approve:{rid}", message_id=message["id"], user_id=BOB)
         assert (await fake.wait_for_callback(clicked))["type"] == UPDATE_MESSAGE
         assert (await get(second, "restart-1"))["status"]["approved"] is True
+
+
+async def test_a_click_made_while_the_gateway_was_down_is_handled_once_it_is_back(
+    settings: Settings, fake: FakeDiscord, request_factory: RequestFactory
+) -> None:
+    async with gateway_with_bot(settings, fake) as first:
+        rid = (await request_factory(first, "down-1", channel=TO_CHANNEL, settle=True)).rid
+        message = posted_message(fake, "down-1")
+    # Nobody is connected: Discord keeps the click for the session, which was left resumable.
+    clicked = await fake.click(f"gw:approve:{rid}", message_id=message["id"], user_id=BOB)
+    assert not fake.callbacks
+    async with gateway_with_bot(settings, fake) as second:
+        assert (await fake.wait_for_callback(clicked))["type"] == UPDATE_MESSAGE
+        assert (await get(second, "down-1"))["status"]["approved"] is True
+        assert (fake.identify_count, fake.replays) == (1, [1])  # the click
+    async with gateway_with_bot(settings, fake):  # handled up to there: not replayed again
+        assert fake.replays == [1, 0]
+
+
+async def test_a_session_discord_no_longer_has_is_started_anew(
+    settings: Settings, fake: FakeDiscord, request_factory: RequestFactory
+) -> None:
+    async with gateway_with_bot(settings, fake) as first:
+        rid = (await request_factory(first, "gone-1", channel=TO_CHANNEL, settle=True)).rid
+        message = posted_message(fake, "gone-1")
+    fake.forget_session()
+    async with gateway_with_bot(settings, fake) as second:
+        assert (fake.identify_count, fake.resume_count) == (2, 0)  # INVALID_SESSION, then READY
+        clicked = await fake.click(f"gw:approve:{rid}", message_id=message["id"], user_id=BOB)
+        assert (await fake.wait_for_callback(clicked))["type"] == UPDATE_MESSAGE
+        assert (await get(second, "gone-1"))["status"]["approved"] is True
 
 
 async def test_a_modal_submitted_after_a_restart_is_still_handled(
@@ -482,3 +516,27 @@ async def test_a_send_repeated_after_a_crash_posts_once(fake: FakeDiscord) -> No
         await channel.aclose()
     assert first.ref == second.ref
     assert len(fake.messages_in(CHANNEL)) == 1
+
+
+async def test_a_replica_standing_by_sends_and_edits_without_the_websocket(
+    fake: FakeDiscord,
+) -> None:
+    # Another replica owns the websocket; this one's outbox worker still delivers at once.
+    channel = discord_channel(fake)
+    channel.connection = Supervisor("discord", _never_run, connect_timeout=5, policy=FAST)
+    channel.connection.hold("here:1")
+    await channel.connection.stand_by("there:2")
+    view = request_view(rid="rid-standby")
+    target = Target(channel="discord", address={"channel_id": CHANNEL}, via="test")
+    try:
+        sent = await channel.send(view, target)
+        await channel.update(request_view(rid="rid-standby", status="approved"), target, sent.ref)
+    finally:
+        await channel.aclose()
+    assert [m["id"] for m in fake.messages_in(CHANNEL)] == [sent.ref["message_id"]]
+    assert len(fake.edits_of(sent.ref["message_id"])) == 1
+    assert fake.identify_count == 0  # REST only: the owner's websocket is the only one
+
+
+async def _never_run(_link: Link) -> None:
+    raise AssertionError("a standby runs no websocket session")

@@ -10,6 +10,7 @@ login, and the next owner resumes the websocket session the last one left.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 from typing import TYPE_CHECKING, Any
@@ -38,6 +39,7 @@ log = logging.getLogger(__name__)
 
 # Closing with another code than 1000/1001 leaves the session resumable by the next owner.
 RESUMABLE_CLOSE = 4000
+CLOSE_WITHIN_SECONDS = 2.0
 DM_REFUSED = 50007  # "Cannot send messages to this user": DMs closed, or no shared server
 # What the bot needs where it posts: see, send, embed, and post in threads.
 PERMISSIONS = discord.Permissions(
@@ -262,5 +264,7 @@ async def _close_resumable(bot: GatewayBot) -> None:
     (discord.py's own close says 1000, which ends it), then the bot."""
     ws = bot.ws
     if ws is not None and ws.open:
-        await ws.close(code=RESUMABLE_CLOSE)
+        with contextlib.suppress(TimeoutError, *_ERRORS):  # unreachable: it is dropped anyway
+            async with asyncio.timeout(CLOSE_WITHIN_SECONDS):
+                await ws.close(code=RESUMABLE_CLOSE)
     await bot.close()

@@ -1,0 +1,46 @@
+"""The point the Discord session is saved at, for the replica that resumes it next: never
+past a click still being handled, whatever order the handlers end in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from channels.discord.sessions import SessionLog
+from gateway.resume_points import ResumePoint
+from tests.services.inprocess import running_gateway, test_settings
+
+RESUME_URL = "wss://resume.example"
+
+
+def websocket(sequence: int) -> Any:
+    """What SessionLog reads of discord.py's DiscordWebSocket."""
+    return SimpleNamespace(session_id="session-1", gateway=RESUME_URL, sequence=sequence)
+
+
+async def test_the_saved_point_waits_for_the_slowest_click(tmp_path: Path) -> None:
+    settings = test_settings(f"sqlite+aiosqlite:///{tmp_path}/sessions.db")
+    async with running_gateway(settings) as gateway:
+        sessions = SessionLog(gateway.core)
+        assert await sessions.last() is None
+        await sessions.settled(websocket(3))  # READY or RESUMED, nothing being handled
+        assert await sessions.last() == ResumePoint("session-1", RESUME_URL, 3)
+
+        sessions.began()  # event 4: a slow click
+        sessions.began()  # event 5: a quick one, handled first
+        await sessions.ended(websocket(5))
+        saved = await sessions.last()
+        assert saved is not None and saved.seq == 3  # resuming from 5 would lose click 4
+
+        await sessions.ended(websocket(5))
+        saved = await sessions.last()
+        assert saved is not None and saved.seq == 5
+
+
+async def test_a_session_is_saved_where_the_next_owner_reads_it(tmp_path: Path) -> None:
+    settings = test_settings(f"sqlite+aiosqlite:///{tmp_path}/sessions.db")
+    async with running_gateway(settings) as gateway:
+        await SessionLog(gateway.core).settled(websocket(7))
+    async with running_gateway(settings) as gateway:  # another process, the same database
+        assert await SessionLog(gateway.core).last() == ResumePoint("session-1", RESUME_URL, 7)

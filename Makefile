@@ -51,6 +51,7 @@ bench: dev
 	$(BIN)/python bench/slack_latency.py
 	$(BIN)/python bench/discord_latency.py
 	$(BIN)/python bench/email_latency.py
+	$(BIN)/python bench/replicas.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

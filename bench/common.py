@@ -338,8 +338,11 @@ class Gateway:
 
 
 @contextlib.contextmanager
-def gateway_server(database_url: str, label: str) -> Iterator[Gateway]:
-    """`python -m gateway serve` in a subprocess on a free 127.0.0.1 port."""
+def gateway_server(
+    database_url: str, label: str, *, api_key: str | None = None
+) -> Iterator[Gateway]:
+    """`python -m gateway serve` in a subprocess on a free 127.0.0.1 port. `api_key`: for a
+    replica joining a database whose first replica already printed (created) the key."""
     with tempfile.TemporaryDirectory(prefix="gw-bench-") as tmp:
         workdir = Path(tmp)
         env = {
@@ -353,6 +356,7 @@ def gateway_server(database_url: str, label: str) -> Iterator[Gateway]:
         process = GatewayProcess(workdir, env=env)
         try:
             process.start(timeout=60)
+            process.api_key = process.api_key or api_key
             if process.api_key is None:
                 raise RuntimeError("gateway printed no API key:\n" + "".join(process.output))
             yield Gateway(process=process, workdir=workdir, label=label)

@@ -6,10 +6,12 @@ import asyncio
 import contextlib
 import gc
 import logging
-from collections.abc import AsyncIterator
+import socket
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 
 import httpx
+import uvicorn
 from fastapi import FastAPI
 
 from channels.registry import REGISTRY
@@ -62,14 +64,12 @@ async def running(core: Core) -> AsyncIterator[Dispatcher]:
         try:
             yield dispatcher
         finally:
-            dispatcher.stop()
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.wait_for(worker, timeout=10)
+            core.stop()  # done already if the server was `Server` below, as it began to stop
+            await dispatcher.finish(worker)
             if ownership is not None:  # owned connections end first, then their locks go
                 await ownership.aclose()
-            for name, channel in core.channels.items():
-                await _close(name, channel)
-            await core.db.aclose()
+            await asyncio.gather(*(_close(name, c) for name, c in core.channels.items()))
+            await core.db.aclose()  # the writer commits what is queued before it closes
 
 
 def singleton_ownership(core: Core, replica: str | None = None) -> Ownership | None:
@@ -135,3 +135,29 @@ def create_app(core: Core) -> FastAPI:
     app.add_middleware(RequestId)  # every log line written while serving a request has its id
     conformance.install(app)  # last: it reads every route mounted above
     return app
+
+
+class Server(uvicorn.Server):
+    """uvicorn's server, which tells the core the moment it begins to shut down (SIGTERM,
+    SIGINT): waiting long-polls answer and live pages end at once, so the open connections
+    it then waits for close within moments, and the lifespan's shutdown follows."""
+
+    def __init__(self, config: uvicorn.Config, core: Core) -> None:
+        super().__init__(config)
+        self.core = core
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        # Stop listening first (uvicorn closes them again): an agent answered now asks
+        # again elsewhere, or is refused, never here.
+        for server in self.servers:
+            server.close()
+        self.core.stop()
+        await super().shutdown(sockets)
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        with super().capture_signals():
+            yield
+            # uvicorn raises the signal again after a graceful stop, so the process would
+            # die by it (exit status -15); a graceful stop is a clean exit, status 0.
+            self._captured_signals.clear()

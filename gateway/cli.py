@@ -21,7 +21,7 @@ from channels.web.auth import (
 )
 from gateway import bootstrap, claude_hook, decisions
 from gateway.answers import progress_line
-from gateway.app import build_core, create_app
+from gateway.app import Server, build_core, create_app
 from gateway.checks import run_checks
 from gateway.core import Core
 from gateway.errors import GatewayError, NotFound
@@ -39,7 +39,9 @@ from gateway.vocabulary import AnsweredIn, JobStatus
 from gateway.webhook_test import send_test_event
 from gateway.webhooks import add_endpoint
 
-SHUTDOWN_GRACE_SECONDS = 5  # then open console streams (server-sent events) are cut
+# Long-polls and console streams end as the shutdown begins; a request still open after this
+# long is cut, leaving the rest of the 10 s for the lifespan's end (outbox, locks, channels).
+SHUTDOWN_GRACE_SECONDS = 3
 Command = Callable[[Core, argparse.Namespace], Awaitable[int]]
 
 
@@ -60,21 +62,25 @@ def _with_core(command: Command) -> Callable[[Settings, argparse.Namespace], int
 
 def serve(settings: Settings, args: argparse.Namespace) -> int:
     import uvicorn
+    from uvicorn.config import STARTUP_FAILURE
 
     host = args.host or settings.host
     port = args.port if args.port is not None else settings.port
     _with_core(_first_start)(settings, args)  # its own event loop, before uvicorn's
     print(f"hitl-gateway listening on http://{host}:{port}", flush=True)
     install_access_log_filter()  # tokens in request targets never reach the access log
-    uvicorn.run(
-        create_app(build_core(settings)),
+    core = build_core(settings)
+    config = uvicorn.Config(
+        create_app(core),
         host=host,
         port=port,
         log_level=settings.log_level.lower(),
         log_config=uvicorn_log_config(settings.log_format),
         timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
     )
-    return 0
+    server = Server(config, core)
+    server.run()
+    return 0 if server.started else STARTUP_FAILURE  # as uvicorn.run ends
 
 
 async def _first_start(core: Core, args: argparse.Namespace) -> int:

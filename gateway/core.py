@@ -46,6 +46,14 @@ class Core:
     waiters: Waiters = field(default_factory=Waiters)
     keys: KeyCache = field(default_factory=KeyCache)
     outbox_wakeup: asyncio.Event = field(default_factory=asyncio.Event)
+    stopping: asyncio.Event = field(default_factory=asyncio.Event)  # set once, at shutdown
+
+    def stop(self) -> None:
+        """The process is shutting down (SIGTERM): long-polls answer with the current state
+        now, live pages end, new long-polls do not wait, and the outbox claims no more jobs."""
+        self.stopping.set()
+        self.waiters.wake_all()
+        self.outbox_wakeup.set()
 
     def signal(self, changes: Changes) -> None:
         """The one place where a durable commit is told to whoever waits for it (the store

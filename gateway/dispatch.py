@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 
 Record = Callable[[Connection], None]  # runs in the transaction that completes the job
 LEASE = timedelta(seconds=60)
+FINISH_SECONDS = 2.0  # at shutdown, running jobs get this long; the rest are handed back
 
 
 def _nothing(_conn: Connection) -> None:
@@ -60,6 +61,7 @@ class Dispatcher:
         )
         self.webhook_policy = webhook_policy or RetryPolicy(schedule=core.settings.webhook_delays)
         self._stopping = asyncio.Event()
+        self._held: set[int] = set()  # claimed, and their outcome not yet recorded
         self._handlers: dict[str, Callable[[OutboxJob], Awaitable[Record]]] = {
             JobKind.DELIVER: self._deliver,
             JobKind.UPDATE: self._update,
@@ -69,10 +71,11 @@ class Dispatcher:
         }
 
     async def run(self) -> None:
-        """Work until stop(); wake on new jobs, at the next due time, or every poll period."""
+        """Work until stop() or the gateway's shutdown; wake on new jobs, at the next due
+        time, or every poll period."""
         if self.core.db.is_sqlite:
             await self.core.db.write(outbox_store.release_leases)
-        while not self._stopping.is_set():
+        while not self._stopping.is_set() and not self.core.stopping.is_set():
             try:
                 if await self.run_once() == 0:
                     await self._idle()
@@ -84,6 +87,20 @@ class Dispatcher:
         self._stopping.set()
         self.core.outbox_wakeup.set()
 
+    async def finish(self, worker: asyncio.Task[None], within: float = FINISH_SECONDS) -> None:
+        """Stop claiming; give the running jobs `within` seconds; then cancel them and hand
+        them back, so that another replica runs them now rather than when their lease ends."""
+        self.stop()
+        await asyncio.wait([worker], timeout=within)
+        if not worker.done():
+            worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await worker
+        if self._held:
+            released = await self.core.db.write(outbox_store.release, sorted(self._held))
+            log.info("outbox: handed back %d unfinished job(s) at shutdown", released)
+            self._held.clear()
+
     async def run_once(self) -> int:
         jobs = await self.core.db.write(
             outbox_store.claim,
@@ -91,6 +108,7 @@ class Dispatcher:
             lease=LEASE,
             skip_locked=not self.core.db.is_sqlite,
         )
+        self._held.update(job.id for job in jobs if job.id is not None)
         await asyncio.gather(*(self._run(job) for job in jobs))
         return len(jobs)
 
@@ -108,6 +126,15 @@ class Dispatcher:
         wakeup.clear()
 
     async def _run(self, job: OutboxJob) -> None:
+        assert job.id is not None
+        try:
+            await self._attempt(job)
+        except Exception:
+            self._held.discard(job.id)  # its outcome could not be recorded: its lease runs out
+            raise
+        self._held.discard(job.id)  # not reached when cancelled: finish() hands it back
+
+    async def _attempt(self, job: OutboxJob) -> None:
         assert job.id is not None
         try:
             record = await self._handlers[job.kind](job)

@@ -214,14 +214,16 @@ async def find(core: Core, caller: Caller, kind: Kind, call_id: str) -> Request:
 async def get(
     core: Core, caller: Caller, kind: Kind, call_id: str, *, wait: float | None = None
 ) -> dict[str, Any]:
-    """The request; with `wait`, hold the answer until it is decided or `wait` seconds pass."""
+    """The request; with `wait`, hold the answer until it is decided, `wait` seconds pass or
+    the gateway begins to shut down."""
     row = await find(core, caller, kind, call_id)
-    if not wait or row.status != Status.PENDING:
+    if not wait or row.status != Status.PENDING or core.stopping.is_set():
         return to_wire(row)
     deadline = asyncio.get_running_loop().time() + min(wait, MAX_WAIT_SECONDS)
     with core.waiters.watch(row.rid) as changed:
         row = await find(core, caller, kind, call_id)  # a decision before watch() is seen here
-        while row.status == Status.PENDING:
+        # A shutdown answers with the state as it is: the agent asks again, another replica.
+        while row.status == Status.PENDING and not core.stopping.is_set():
             remaining = deadline - asyncio.get_running_loop().time()
             if remaining <= 0:
                 break

@@ -43,7 +43,7 @@ class Waiters:
             event.set()
 
     def wake_all(self) -> None:
-        """Every waiter re-reads (after missed notifications)."""
+        """Every waiter re-reads (after missed notifications, and at shutdown)."""
         for events in self._events.values():
             for event in events:
                 event.set()

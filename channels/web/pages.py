@@ -461,14 +461,20 @@ async def _changes(core: Core, request: Request) -> AsyncIterator[str]:
     loop = asyncio.get_running_loop()
     ends = loop.time() + STREAM_SECONDS
     with core.waiters.watch(ANY) as changed:  # one watch: nothing is missed between events
-        while loop.time() < ends and not await request.is_disconnected():
+        # A shutdown ends the stream at once: the browser reconnects, to another replica.
+        while (
+            not core.stopping.is_set()
+            and loop.time() < ends
+            and not await request.is_disconnected()
+        ):
             try:
                 await asyncio.wait_for(changed.wait(), timeout=KEEPALIVE_SECONDS)
             except TimeoutError:
                 yield ": keepalive\n\n"
                 continue
             changed.clear()
-            yield "event: changed\ndata: {}\n\n"
+            if not core.stopping.is_set():  # woken by the shutdown, not by a change
+                yield "event: changed\ndata: {}\n\n"
 
 
 @router.get("/console/static/{name}")

@@ -135,6 +135,26 @@ def release_leases(conn: Connection) -> int:
     return (conn.execute(query)).rowcount
 
 
+def release(conn: Connection, job_ids: list[int]) -> int:
+    """Jobs a stopping worker claimed and did not finish are due again at once, attempt given
+    back (another replica takes them now, not when the lease runs out). One finished
+    meanwhile is no longer running: it stays as it is."""
+    now = utcnow()
+    query = (
+        sa.update(_job)
+        .where(_job.c.id.in_(job_ids), _job.c.status == JobStatus.RUNNING)
+        .values(
+            status=JobStatus.PENDING,
+            attempts=_job.c.attempts - 1,
+            locked_until=None,
+            run_at=now,
+            updated_at=now,
+        )
+    )
+    jobs_queued(conn)
+    return int(conn.execute(query).rowcount)
+
+
 def next_due_at(conn: Connection) -> datetime | None:
     query = sa.select(sa.func.min(_job.c.run_at)).where(_job.c.status == JobStatus.PENDING)
     value: datetime | None = (conn.execute(query)).scalar_one_or_none()

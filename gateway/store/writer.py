@@ -66,6 +66,8 @@ class Writer:
         self._queue: queue.SimpleQueue[Op | None] = queue.SimpleQueue()
         self.batches = 0  # transactions committed (tests check that writes share them)
         self._fault: tuple[int, BaseException] | None = None  # (fewest writes, error)
+        self._closed = False
+        self._closing = threading.Lock()  # a write is queued before close()'s ends, or refused
         self._threads = [
             threading.Thread(target=self._work, name=f"db-writer-{n}", daemon=True)
             for n in range(threads)
@@ -80,12 +82,18 @@ class Writer:
     async def submit(self, call: Callable[[Connection], Any]) -> Any:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
-        self._queue.put(Op(call, loop, future))
+        with self._closing:
+            if self._closed:  # queued behind the threads' ends, it would wait for ever
+                raise RuntimeError("the database writer is closed")
+            self._queue.put(Op(call, loop, future))
         return await future
 
     def close(self) -> None:
-        for _thread in self._threads:
-            self._queue.put(None)
+        """Commit every write queued so far, then end the threads."""
+        with self._closing:
+            self._closed = True
+            for _thread in self._threads:
+                self._queue.put(None)
         for thread in self._threads:
             thread.join(timeout=10)
 

@@ -16,7 +16,7 @@ import uvicorn
 from uvicorn.logging import AccessFormatter
 
 from gateway import bootstrap
-from gateway.app import build_core, create_app
+from gateway.app import Server, build_core, create_app
 from gateway.core import Core
 from gateway.logs import ACCESS_LOGGER, install_access_log_filter
 from gateway.settings import Settings
@@ -92,7 +92,7 @@ async def running_gateway(
         port=port,
         log_level="warning",
         lifespan="on",
-        timeout_graceful_shutdown=2,  # an open console page's event stream ends with the test
+        timeout_graceful_shutdown=2,
     )
     install_access_log_filter()  # as `gateway serve` does
     access = logging.getLogger(ACCESS_LOGGER)
@@ -101,7 +101,7 @@ async def running_gateway(
     if capture is not None:
         access.addHandler(capture)
         access.setLevel(logging.INFO)  # this server's log_level is "warning"
-    server = uvicorn.Server(config)
+    server = Server(config, core)  # as `gateway serve`: long-polls and live pages end at once
     task = asyncio.create_task(server.serve())
     try:
         while not server.started:  # uvicorn offers no event to await for this

@@ -35,7 +35,10 @@ from gateway.vocabulary import AuditEvent, DeliveryStatus, JobKind
 log = logging.getLogger(__name__)
 
 Record = Callable[[Connection], None]  # runs in the transaction that completes the job
-LEASE = timedelta(seconds=60)
+# A claimed job is another replica's to take once its lease runs out: the worker renews the
+# leases of the jobs it runs, so only a dead replica's (kill -9) wait, and not for long.
+LEASE = timedelta(seconds=6)
+RENEW_EVERY_SECONDS = LEASE.total_seconds() / 3
 FINISH_SECONDS = 2.0  # at shutdown, running jobs get this long; the rest are handed back
 
 
@@ -75,13 +78,28 @@ class Dispatcher:
         time, or every poll period."""
         if self.core.db.is_sqlite:
             await self.core.db.write(outbox_store.release_leases)
-        while not self._stopping.is_set() and not self.core.stopping.is_set():
+        renewing = asyncio.create_task(self._renew_leases(), name="outbox-leases")
+        try:
+            while not self._stopping.is_set() and not self.core.stopping.is_set():
+                try:
+                    if await self.run_once() == 0:
+                        await self._idle()
+                except Exception:
+                    log.exception("outbox worker error; retrying shortly")
+                    await self._sleep(self.core.settings.outbox_poll_seconds)
+        finally:
+            renewing.cancel()
+
+    async def _renew_leases(self) -> None:
+        """While jobs run here (a send may wait out a rate limit), keep their leases."""
+        while True:
+            await asyncio.sleep(RENEW_EVERY_SECONDS)  # a timer: nothing to wait on instead
+            if not self._held:
+                continue
             try:
-                if await self.run_once() == 0:
-                    await self._idle()
-            except Exception:
-                log.exception("outbox worker error; retrying shortly")
-                await self._sleep(self.core.settings.outbox_poll_seconds)
+                await self.core.db.write(outbox_store.extend_leases, sorted(self._held), LEASE)
+            except Exception as error:  # the next renewal tries again
+                log.warning("outbox: could not renew the leases: %s", error)
 
     def stop(self) -> None:
         self._stopping.set()

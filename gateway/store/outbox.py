@@ -155,10 +155,23 @@ def release(conn: Connection, job_ids: list[int]) -> int:
     return int(conn.execute(query).rowcount)
 
 
+def extend_leases(conn: Connection, job_ids: list[int], lease: timedelta) -> None:
+    """The worker running these jobs is alive: their leases run `lease` from now."""
+    query = (
+        sa.update(_job)
+        .where(_job.c.id.in_(job_ids), _job.c.status == JobStatus.RUNNING)
+        .values(locked_until=utcnow() + lease)
+    )
+    conn.execute(query)
+
+
 def next_due_at(conn: Connection) -> datetime | None:
-    query = sa.select(sa.func.min(_job.c.run_at)).where(_job.c.status == JobStatus.PENDING)
-    value: datetime | None = (conn.execute(query)).scalar_one_or_none()
-    return value
+    """When the next job is due: a pending one's time, or a running one's lease end (its
+    worker may have died)."""
+    pending = sa.select(sa.func.min(_job.c.run_at)).where(_job.c.status == JobStatus.PENDING)
+    running = sa.select(sa.func.min(_job.c.locked_until)).where(_job.c.status == JobStatus.RUNNING)
+    times = [conn.execute(query).scalar_one_or_none() for query in (pending, running)]
+    return min((t for t in times if t is not None), default=None)
 
 
 def list_jobs(

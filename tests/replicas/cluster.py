@@ -14,9 +14,13 @@ import httpx
 
 from tests.services.dovecot import ThrowawayDovecot
 from tests.services.gateway_process import GatewayProcess
+from tests.services.receiver import VerifyingReceiver
 
 # The connections held by one owner each, by the channel that shows them.
 SINGLETONS = ("discord", "slack", "email")
+# Short retries so that nothing waits out Svix's minutes (40 tries never run out here).
+FAST_RETRIES = ",".join(["0"] + ["0.3"] * 39)
+SECRET_ENV = "REPLICAS_WEBHOOK_SECRET"
 
 
 @dataclass
@@ -69,6 +73,20 @@ class Cluster:
     def alive(self) -> list[Replica]:
         return [r for r in self.replicas if r.process.alive()]
 
+    async def kill(self, replica: Replica) -> None:
+        """kill -9: no shutdown code runs, as in a crash."""
+        await asyncio.to_thread(replica.process.kill)
+
+    async def restart(self, replica: Replica) -> None:
+        """The same replica again, on its port and with its settings (a new pid), once it is
+        healthy; killed first if it still runs."""
+        await asyncio.to_thread(replica.process.kill)
+        try:
+            await asyncio.to_thread(replica.process.start)
+        except BaseException:
+            await asyncio.to_thread(replica.process.kill)
+            raise
+
     async def stop(self) -> None:
         await asyncio.gather(*(asyncio.to_thread(r.process.stop) for r in self.replicas))
 
@@ -105,3 +123,17 @@ def imap_sessions(dovecot: ThrowawayDovecot, user: str) -> int:
     )
     rows = [line.split() for line in result.stdout.splitlines()[1:]]
     return sum(1 for row in rows if row[:2] == [user, "imap"])
+
+
+def webhook_env(tmp_path: Path, pg_url: str, receiver: VerifyingReceiver) -> dict[str, str]:
+    """The replicas' settings: the receiver as the default project's webhook endpoint, from
+    the config file with its secret in the environment."""
+    config = tmp_path / "gateway.toml"
+    config.write_text(f'[[webhooks]]\nurl = "{receiver.url}"\nsecret_env = "{SECRET_ENV}"\n')
+    return {
+        "GATEWAY_DATABASE_URL": pg_url,
+        "GATEWAY_CONFIG": str(config),
+        SECRET_ENV: receiver.secret,
+        "GATEWAY_WEBHOOK_RETRY_SCHEDULE": FAST_RETRIES,
+        "GATEWAY_OUTBOX_POLL_SECONDS": "0.2",
+    }

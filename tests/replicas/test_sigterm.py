@@ -2,14 +2,12 @@
 finish, answers its open long-polls with the state as it is, ends its console streams, hands
 back the outbox job it was running, and exits with status 0 within 10 s. A second replica on
 the same PostgreSQL database holds every create the first acknowledged (and none it did
-not), and runs the handed-back job at once rather than when its 60 s lease runs out."""
+not), and runs the handed-back job at once rather than when its lease runs out."""
 
 from __future__ import annotations
 
 import asyncio
 import signal
-import subprocess
-import sys
 import time
 import urllib.parse
 from dataclasses import dataclass, field
@@ -18,13 +16,13 @@ from typing import Any
 
 import httpx
 import pytest
-from aiohttp import web
 
+from gateway.crypto import new_webhook_secret
 from tests.factories import request_body
 from tests.helpers import eventually
-from tests.replicas.cluster import Cluster, Replica
+from tests.replicas.cluster import Cluster, Replica, webhook_env
 from tests.services.net import free_port
-from tests.services.receiver import WebhookReceiver
+from tests.services.receiver import HoldingReceiver
 
 pytestmark = pytest.mark.postgres
 
@@ -186,25 +184,6 @@ async def test_sigterm_under_load_loses_nothing_acknowledged(tmp_path: Path, pg_
         await cluster.stop()
 
 
-@dataclass
-class HoldingReceiver(WebhookReceiver):
-    """Holds its first delivery unanswered (its sender waits on it); records and answers
-    the others."""
-
-    holding: asyncio.Event = field(default_factory=asyncio.Event)
-    held_id: str = ""  # the held delivery's webhook-id: the job's message id
-    release: asyncio.Event = field(default_factory=asyncio.Event)
-    answered_at: list[float] = field(default_factory=list)
-
-    async def _handle(self, request: web.Request) -> web.Response:
-        if not self.holding.is_set():
-            self.held_id = request.headers["webhook-id"]
-            self.holding.set()
-            await self.release.wait()  # the end of the test; its sender has long gone
-        self.answered_at.append(time.monotonic())
-        return await super()._handle(request)
-
-
 async def webhook_job(replica: Replica) -> dict[str, Any]:
     """The one webhook job, once done, as this replica lists it."""
     found: list[dict[str, Any]] = []
@@ -219,46 +198,34 @@ async def webhook_job(replica: Replica) -> dict[str, Any]:
     return found[0]
 
 
-def add_webhook(replica: Replica, url: str) -> None:
-    added = subprocess.run(
-        [sys.executable, "-m", "gateway", "webhooks", "add", url],
-        cwd=replica.process.workdir,
-        env=replica.process.env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert added.returncode == 0, added.stderr
-
-
 async def test_sigterm_hands_back_the_job_it_was_running(tmp_path: Path, pg_url: str) -> None:
-    receiver = await HoldingReceiver(port=free_port()).start()
+    receiver = HoldingReceiver(port=free_port(), secret=new_webhook_secret())
+    await receiver.start()
     # The held delivery would wait a minute for its answer: only the shutdown cuts it short.
-    env = {"GATEWAY_DATABASE_URL": pg_url, "GATEWAY_WEBHOOK_TIMEOUT_SECONDS": "60"}
+    env = webhook_env(tmp_path, pg_url, receiver) | {"GATEWAY_WEBHOOK_TIMEOUT_SECONDS": "60"}
     cluster = Cluster(tmp_path, env)
     try:
         stopping = await cluster.start()
-        add_webhook(stopping, receiver.url)
         async with stopping.client() as api:
             assert (await api.post("/function_calls", json=request_body("hook"))).is_success
             approve = {"approved": True, "comment": "fine"}
             answer = await api.post("/agent/function_calls/hook/respond", json=approve)
             assert answer.status_code == 200, answer.text
-        async with asyncio.timeout(20):
-            await receiver.holding.wait()  # the only replica has claimed the job: it runs
-        witness = await cluster.start()  # the job is leased to the other one for 60 s
+        held = await receiver.holding(within=20)  # the only replica has claimed the job
+        witness = await cluster.start()  # the job is leased to the other one, which renews it
 
         sent = time.monotonic()
         exited_after, status = await sigterm(stopping, sent)
-        [delivered] = await receiver.wait_for(1, within=EXIT_WITHIN)  # by the witness
+        await receiver.wait_until(bool, within=EXIT_WITHIN)  # delivered by the witness
+        handed_over_after = time.monotonic() - sent
+        [delivered] = receiver.verified
         job = await webhook_job(witness)
 
         assert status == 0, "".join(stopping.process.output[-40:])
         assert exited_after < EXIT_WITHIN
-        assert delivered.headers["webhook-id"] == receiver.held_id  # the same job, run again
-        handed_over_after = receiver.answered_at[0] - sent
-        assert handed_over_after < EXIT_WITHIN  # not once the 60 s lease has run out
-        assert job["attempts"] == 1, job  # the attempt cut short was given back
+        assert delivered.webhook_id == held.headers["webhook-id"]  # the same job, run again
+        assert handed_over_after < EXIT_WITHIN
+        assert job["attempts"] == 1, job  # given back, not reclaimed once the lease ran out
         print(
             f"\nSIGTERM with a job running: exit {status} after {exited_after:.2f} s; the other "
             f"replica delivered it {handed_over_after:.2f} s after the signal"

@@ -36,9 +36,11 @@ lint: dev
 typecheck: dev
 	$(BIN)/mypy
 
+# Two workers for most of the suite, then the tests that time things to the second, alone.
 pytest: dev
 	bash tests/services/provision.sh
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2 -m "not serial"
+	$(BIN)/pytest -m serial
 
 test: lint typecheck pytest
 

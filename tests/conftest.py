@@ -22,6 +22,24 @@ IN_CI = os.environ.get("CI") == "true"
 MIGRATED_TEMPLATE = "gw_template"
 # Every setting the gateway or a channel reads from the environment (or ./.env) starts so.
 SETTING_PREFIXES = ("GATEWAY_", "SLACK_", "DISCORD_", "SMTP_", "IMAP_", "EMAIL_")
+# `make test` runs the suite on two workers (pytest-xdist), then these alone: they time a
+# process's start, a takeover or a deadline to the second, which a busy neighbour would skew.
+SERIAL = (
+    "tests/replicas/",
+    "tests/channels/test_platform_outages.py",
+    "tests/channels/test_policies_e2e.py",
+    "tests/test_policy_durability.py",
+    "tests/test_policy_sdk_deadline.py",
+    "tests/test_crash.py",
+    "tests/unit/test_shutdown.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = Path(str(config.rootpath))
+    for item in items:
+        if Path(str(item.path)).relative_to(root).as_posix().startswith(SERIAL):
+            item.add_marker(pytest.mark.serial)
 
 
 @pytest.fixture(autouse=True)

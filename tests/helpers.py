@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import time
+import urllib.parse
 from collections.abc import Awaitable, Callable
 from typing import Any
+
+import httpx
 
 from gateway.store import projects as project_store
 from gateway.webhooks import add_endpoint
@@ -46,3 +50,20 @@ async def events(gateway: RunningGateway, call_id: str) -> dict[str, Any]:
         assert response.status_code == 200, response.text
         result: dict[str, Any] = response.json()
         return result
+
+
+async def follow_console_events(base_url: str, link: str, opened: asyncio.Event) -> float:
+    """Sign in with a one-time console link and follow the live updates (`opened` once the
+    stream is open) until the server ends them: when they ended. A stream cut off raises."""
+    headers = {"Origin": base_url}
+    async with httpx.AsyncClient(base_url=base_url, headers=headers, timeout=30) as browser:
+        signed_in = await browser.post(urllib.parse.urlsplit(link).path)
+        assert signed_in.status_code == 303, signed_in.text
+        async with browser.stream("GET", "/console/events") as stream:
+            assert stream.status_code == 200
+            chunks = stream.aiter_text()
+            assert (await anext(chunks)).startswith("retry:")
+            opened.set()
+            async for _chunk in chunks:
+                pass
+    return time.monotonic()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
-import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ import pytest
 
 from gateway.crypto import new_webhook_secret
 from tests.factories import request_body
-from tests.helpers import eventually
+from tests.helpers import eventually, follow_console_events
 from tests.replicas.cluster import Cluster, Replica, webhook_env
 from tests.services.net import free_port
 from tests.services.receiver import HoldingReceiver
@@ -90,26 +89,6 @@ async def long_poll(api: httpx.AsyncClient, call_id: str) -> tuple[float, int, d
     return time.monotonic(), response.status_code, response.json()
 
 
-async def console_stream(replica: Replica, opened: asyncio.Event) -> float:
-    """The console's live updates, signed in by the first start's link: when they ended."""
-    base = replica.process.base_url
-    link = replica.process.console_link
-    assert link, "the first replica prints a console sign-in link"
-    async with httpx.AsyncClient(
-        base_url=base, follow_redirects=False, timeout=30, headers={"Origin": base}
-    ) as browser:
-        signed_in = await browser.post(urllib.parse.urlsplit(link).path)
-        assert signed_in.status_code == 303, signed_in.text
-        async with browser.stream("GET", "/console/events") as stream:
-            assert stream.status_code == 200
-            chunks = stream.aiter_text()
-            assert (await anext(chunks)).startswith("retry:")
-            opened.set()
-            async for _chunk in chunks:  # `changed` while the load runs; cut off would raise
-                pass
-    return time.monotonic()
-
-
 async def stored_call_ids(replica: Replica, run_id: str) -> set[str]:
     """Every function call of `run_id`, as this replica lists it."""
     found: set[str] = set()
@@ -143,7 +122,10 @@ async def test_sigterm_under_load_loses_nothing_acknowledged(tmp_path: Path, pg_
                 assert created.status_code == 200, created.text
             polls = [asyncio.create_task(long_poll(api, f"poll-{n}")) for n in range(LONG_POLLS)]
             opened = asyncio.Event()
-            stream = asyncio.create_task(console_stream(stopping, opened))
+            link = stopping.process.console_link
+            assert link, "the first replica prints a console sign-in link"
+            base_url = stopping.process.base_url
+            stream = asyncio.create_task(follow_console_events(base_url, link, opened))
             load = Load()
             writers = [asyncio.create_task(write(stopping, n, load)) for n in range(WRITERS)]
             async with asyncio.timeout(60):

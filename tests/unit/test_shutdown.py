@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-import urllib.parse
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -34,7 +33,7 @@ from gateway.store import projects as project_store
 from gateway.store.rows import OutboxJob
 from gateway.vocabulary import JobKind, JobStatus
 from tests.factories import request_body
-from tests.helpers import eventually
+from tests.helpers import eventually, follow_console_events
 from tests.services.inprocess import RunningGateway, test_settings
 from tests.services.net import free_port
 
@@ -209,23 +208,6 @@ async def serving(core: Core) -> AsyncIterator[tuple[Server, asyncio.Task[None],
         await served
 
 
-async def console_stream(gateway: RunningGateway, opened: asyncio.Event) -> float:
-    """The console's live updates: when they ended."""
-    link = await create_sign_in_link(gateway.core, base_url=gateway.base_url)
-    headers = {"Origin": gateway.base_url}
-    async with httpx.AsyncClient(base_url=gateway.base_url, headers=headers) as browser:
-        signed_in = await browser.post(urllib.parse.urlsplit(link).path)
-        assert signed_in.status_code == 303, signed_in.text
-        async with browser.stream("GET", "/console/events") as stream:
-            assert stream.status_code == 200
-            chunks = stream.aiter_text()
-            assert (await anext(chunks)).startswith("retry:")
-            opened.set()
-            async for _chunk in chunks:  # a stream cut off would raise
-                pass
-    return time.monotonic()
-
-
 async def test_a_stopping_server_answers_long_polls_and_ends_streams(tmp_path: Path) -> None:
     core = build_core(test_settings(sqlite_url(tmp_path)))
     async with serving(core) as (server, served, gateway):
@@ -239,7 +221,8 @@ async def test_a_stopping_server_answers_long_polls_and_ends_streams(tmp_path: P
                 for n in range(LONG_POLLS)
             ]
             opened = asyncio.Event()
-            stream = asyncio.create_task(console_stream(gateway, opened))
+            link = await create_sign_in_link(gateway.core, base_url=gateway.base_url)
+            stream = asyncio.create_task(follow_console_events(gateway.base_url, link, opened))
             await opened.wait()
             await waiting(core, LONG_POLLS + 1)  # and the stream's
 

@@ -305,12 +305,19 @@ async def test_two_clicks_at_once_decide_once_and_the_late_one_is_told_who_won(
     assert (await _event_types(gateway, "race-1")).count("decided") == 1
 
 
+async def posted_and_stopped(
+    settings: Settings, fake: FakeDiscord, request_factory: RequestFactory, call_id: str
+) -> tuple[str, dict[str, Any]]:
+    """A request posted by a gateway that has stopped since: its rid and its message."""
+    async with gateway_with_bot(settings, fake) as first:
+        rid = (await request_factory(first, call_id, channel=TO_CHANNEL, settle=True)).rid
+        return rid, posted_message(fake, call_id)
+
+
 async def test_a_click_after_a_gateway_restart_still_lands(
     settings: Settings, fake: FakeDiscord, request_factory: RequestFactory
 ) -> None:
-    async with gateway_with_bot(settings, fake) as first:
-        rid = (await request_factory(first, "restart-1", channel=TO_CHANNEL, settle=True)).rid
-        message = posted_message(fake, "restart-1")
+    rid, message = await posted_and_stopped(settings, fake, request_factory, "restart-1")
     async with gateway_with_bot(settings, fake) as second:
         # The new process takes up the session the first one left, as its next owner would.
         assert (fake.identify_count, fake.resume_count) == (1, 1)
@@ -322,9 +329,7 @@ async def test_a_click_after_a_gateway_restart_still_lands(
 async def test_a_click_made_while_the_gateway_was_down_is_handled_once_it_is_back(
     settings: Settings, fake: FakeDiscord, request_factory: RequestFactory
 ) -> None:
-    async with gateway_with_bot(settings, fake) as first:
-        rid = (await request_factory(first, "down-1", channel=TO_CHANNEL, settle=True)).rid
-        message = posted_message(fake, "down-1")
+    rid, message = await posted_and_stopped(settings, fake, request_factory, "down-1")
     # Nobody is connected: Discord keeps the click for the session, which was left resumable.
     clicked = await fake.click(f"gw:approve:{rid}", message_id=message["id"], user_id=BOB)
     assert not fake.callbacks
@@ -339,9 +344,7 @@ async def test_a_click_made_while_the_gateway_was_down_is_handled_once_it_is_bac
 async def test_a_session_discord_no_longer_has_is_started_anew(
     settings: Settings, fake: FakeDiscord, request_factory: RequestFactory
 ) -> None:
-    async with gateway_with_bot(settings, fake) as first:
-        rid = (await request_factory(first, "gone-1", channel=TO_CHANNEL, settle=True)).rid
-        message = posted_message(fake, "gone-1")
+    rid, message = await posted_and_stopped(settings, fake, request_factory, "gone-1")
     fake.forget_session()
     async with gateway_with_bot(settings, fake) as second:
         assert (fake.identify_count, fake.resume_count) == (2, 0)  # INVALID_SESSION, then READY

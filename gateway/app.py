@@ -7,7 +7,7 @@ import contextlib
 import gc
 import logging
 import socket
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Iterator
 from contextlib import asynccontextmanager
 
 import httpx
@@ -21,7 +21,7 @@ from gateway.api.body import BodyLimit
 from gateway.bootstrap import sync_config_webhooks
 from gateway.core import Core
 from gateway.crypto import SecretBox
-from gateway.dispatch import Dispatcher
+from gateway.dispatch import FINISH_SECONDS, Dispatcher
 from gateway.logs import RequestId
 from gateway.ownership import Ownership, default_replica_id
 from gateway.routing import load_config
@@ -65,11 +65,21 @@ async def running(core: Core) -> AsyncIterator[Dispatcher]:
             yield dispatcher
         finally:
             core.stop()  # done already if the server was `Server` below, as it began to stop
-            await dispatcher.finish(worker)
+            await shutdown_step("the outbox", dispatcher.finish(worker), FINISH_SECONDS + 1.5)
             if ownership is not None:  # owned connections end first, then their locks go
-                await ownership.aclose()
+                await shutdown_step("the singleton locks", ownership.aclose(), 2.5)
             await asyncio.gather(*(_close(name, c) for name, c in core.channels.items()))
             await core.db.aclose()  # the writer commits what is queued before it closes
+
+
+async def shutdown_step(what: str, step: Awaitable[None], seconds: float) -> None:
+    """A step of the shutdown: if it fails or hangs, the next ones run all the same (the
+    process must be gone within 10 s of SIGTERM)."""
+    try:
+        async with asyncio.timeout(seconds):
+            await step
+    except Exception:
+        log.exception("shutdown: %s did not stop cleanly within %g s", what, seconds)
 
 
 def singleton_ownership(core: Core, replica: str | None = None) -> Ownership | None:

@@ -24,7 +24,7 @@ class Verb(StrEnum):
 
 _TAIL = r"(?:(?P<index>\d{1,2}):)?(?P<rid>[A-Za-z0-9_-]{1,64})"
 _VERBS = "|".join(verb.value for verb in Verb)
-# For frameworks that match on a pattern (discord.py's DynamicItem, Slack's action ids).
+# For frameworks that match on a pattern (Slack's action ids).
 BUTTON_PATTERN = rf"gw:(?P<verb>{_VERBS}):{_TAIL}"
 _BUTTON = re.compile(rf"^{BUTTON_PATTERN}$")
 _MODAL = re.compile(rf"^gw:modal:(?P<verb>{_VERBS}):{_TAIL}$")

@@ -40,6 +40,7 @@ Record = Callable[[Connection], None]  # runs in the transaction that completes 
 LEASE = timedelta(seconds=6)
 RENEW_EVERY_SECONDS = LEASE.total_seconds() / 3
 FINISH_SECONDS = 2.0  # at shutdown, running jobs get this long; the rest are handed back
+RELEASE_WITHIN_SECONDS = 1.0
 
 
 def _nothing(_conn: Connection) -> None:
@@ -115,9 +116,14 @@ class Dispatcher:
             with contextlib.suppress(asyncio.CancelledError):
                 await worker
         if self._held:
-            released = await self.core.db.write(outbox_store.release, sorted(self._held))
+            held, self._held = sorted(self._held), set()
+            try:
+                async with asyncio.timeout(RELEASE_WITHIN_SECONDS):
+                    released = await self.core.db.write(outbox_store.release, held)
+            except Exception as error:  # their leases run out instead (database unreachable)
+                log.warning("outbox: could not hand back %d job(s): %s", len(held), error)
+                return
             log.info("outbox: handed back %d unfinished job(s) at shutdown", released)
-            self._held.clear()
 
     async def run_once(self) -> int:
         jobs = await self.core.db.write(

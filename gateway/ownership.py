@@ -40,6 +40,7 @@ ANSWER_WITHIN_SECONDS = 1.5  # a lock connection slower to answer is taken for l
 # The server ends a lock session idle this long (an owner that went silent): its locks free.
 IDLE_SESSION_SECONDS = 6.0
 STOP_WITHIN_SECONDS = 5.0  # a session told to stand by gets this long to close
+CLOSE_WITHIN_SECONDS = 1.5  # at shutdown, less: the whole of it must fit in 10 s
 CONNECT_WITHIN_SECONDS = 5.0
 APPLICATION_NAME_BYTES = 63  # PostgreSQL keeps no more of `application_name` (NAMEDATALEN - 1)
 KEY_PREFIX = "hitl-gateway singleton:"
@@ -126,8 +127,7 @@ class Ownership:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
-        for supervisor in self._held.values():
-            await supervisor.aclose()
+        await asyncio.gather(*(self._close(s) for s in self._held.values()))
         self._owned.clear()
         conn, self._conn = self._conn, None
         if conn is not None and not conn.is_closed():
@@ -138,6 +138,14 @@ class Ownership:
             except Exception as error:  # the session ends anyway, and its locks with it
                 log.warning("ownership: could not release the locks cleanly: %s", explain(error))
                 conn.terminate()
+
+    async def _close(self, supervisor: Supervisor) -> None:
+        """Stop a connection at shutdown, within a bound: the locks go after it regardless."""
+        try:
+            async with asyncio.timeout(CLOSE_WITHIN_SECONDS):
+                await supervisor.aclose()
+        except TimeoutError:
+            log.error("ownership: %s did not close in time", supervisor.name)
 
     # --- the loop
 

@@ -24,8 +24,3 @@ async def load(core: Core, name: str) -> ResumePoint | None:
 
 async def save(core: Core, name: str, point: ResumePoint) -> None:
     await core.db.write(store.save, name, point.session_id, point.url, point.seq)
-
-
-async def forget(core: Core, name: str) -> None:
-    """The session can no longer be resumed: the next owner starts a new one."""
-    await core.db.write(store.forget, name)

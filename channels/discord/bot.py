@@ -13,10 +13,10 @@ import yarl
 from discord.gateway import DiscordWebSocket, ReconnectWebSocket
 
 from channels.discord.interactions import Interactions
-from channels.discord.sessions import SessionLog
+from channels.discord.sessions import SessionLog, point_of
 from channels.discord.settings import DiscordSettings
 from gateway.resume_points import ResumePoint
-from gateway.supervisor import Link
+from gateway.supervisor import Link, explain
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +33,10 @@ for _name in ("discord.client", "discord.state"):
 
 # Past this, a 429 is handed to the outbox (which honours Retry-After) instead of waited out.
 MAX_RATELIMIT_WAIT_SECONDS = 30.0
+# A saved session is tried this many times in a row without reaching RESUMED, waiting a
+# second more each time; then a new session.
+RESUME_TRIES = 3
+RESUME_BACKOFF_SECONDS = 1.0
 # What ends a resumed session other than Discord asking for a reconnect: then identify anew.
 _DROPPED = (
     OSError,
@@ -59,6 +63,7 @@ class GatewayBot(discord.Client):
         self.interactions = interactions
         self.link = link
         self.sessions = sessions
+        self.resumed = False  # the last RESUME of a saved session reached RESUMED
 
     # The supervisor's view of the websocket, which discord.py re-opens by itself.
     async def on_connect(self) -> None:  # READY received; on_ready waits 2 s more for guilds
@@ -68,6 +73,7 @@ class GatewayBot(discord.Client):
             await self.sessions.settled(self.ws)
 
     async def on_resumed(self) -> None:
+        self.resumed = True
         await self.on_connect()
 
     async def on_disconnect(self) -> None:
@@ -90,11 +96,30 @@ class GatewayBot(discord.Client):
     async def connect(self, *, reconnect: bool = True) -> None:
         """Take up the session the websocket's last owner left, if Discord still has it
         (it replays what it missed); then discord.py's own loop, which identifies anew."""
-        point = await self.sessions.last() if self.sessions is not None else None
-        while point is not None and not self.is_closed():
+        point = await self._saved_point()
+        failures = 0
+        while point is not None and not self.is_closed() and failures < RESUME_TRIES:
+            self.resumed = False
             point = await self._resumed(point)
+            failures = 0 if self.resumed else failures + 1
+            if point is not None:
+                await asyncio.sleep(RESUME_BACKOFF_SECONDS * failures)  # none after a live one
         if not self.is_closed():
             await super().connect(reconnect=reconnect)
+
+    async def close(self) -> None:
+        if self.sessions is not None:
+            self.sessions.stop()  # a click still being handled saves nothing any more
+        await super().close()
+
+    async def _saved_point(self) -> ResumePoint | None:
+        if self.sessions is None:
+            return None
+        try:
+            return await self.sessions.last()
+        except Exception as error:  # the database is away: connect anew all the same
+            log.warning("discord: no saved session to resume: %s", explain(error))
+            return None
 
     async def _resumed(self, point: ResumePoint) -> ResumePoint | None:
         """Run a resumed session until it ends: where to resume next, or None to identify."""
@@ -111,12 +136,11 @@ class GatewayBot(discord.Client):
                 await self.ws.poll_event()
         except ReconnectWebSocket as asked:  # an invalid session asks for a new one
             self.dispatch("disconnect")
-            ws = self.ws
-            if not asked.resume or ws is None or not ws.session_id or ws.sequence is None:
-                return None
-            return ResumePoint(ws.session_id, str(ws.gateway), ws.sequence)
+            return point_of(self.ws) if asked.resume else None
         except _DROPPED as error:
             self.dispatch("disconnect")
+            if self.resumed:  # the session ran, then dropped: resume it, as discord.py would
+                return point_of(self.ws)
             log.info("discord: could not resume the last session (%s); identifying", error)
             return None
 

@@ -106,7 +106,7 @@ class DiscordChannel:
     def __init__(self, settings: DiscordSettings | None = None) -> None:
         self.settings = settings or DiscordSettings()
         self.interactions: Interactions | None = None
-        self.sessions: SessionLog | None = None
+        self.core: Core | None = None
         self.connection: Supervisor | None = None
         self._bot: GatewayBot | None = None  # the websocket session's, while it runs
         self._rest: GatewayBot | None = None  # logged in without a websocket
@@ -118,7 +118,7 @@ class DiscordChannel:
     def mount(self, app: FastAPI, core: Core, /) -> None:
         """No HTTP routes: clicks come over the bot's websocket. This hands over the core."""
         self.interactions = Interactions(core)
-        self.sessions = SessionLog(core)
+        self.core = core
         if not self.missing_settings():
             self.connection = supervise(core, self.name, self._session)
 
@@ -129,7 +129,8 @@ class DiscordChannel:
     async def _session(self, link: Link) -> None:
         """Log in (REST works from then on), open the websocket, run until it ends for good;
         discord.py resumes or re-identifies after a drop by itself."""
-        bot = GatewayBot(self.interactions, link, self.sessions)
+        sessions = SessionLog(self.core) if self.core is not None else None
+        bot = GatewayBot(self.interactions, link, sessions)  # a log per bot: old ones go quiet
         try:
             await self._login(bot)
             self._bot = bot

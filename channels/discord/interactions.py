@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 
 TEXT_INPUT_ID = "text"
 UNKNOWN_INTERACTION = 10062  # Discord's code for an interaction past its 3 s to answer
+ALREADY_ANSWERED = 40060  # "Interaction has already been acknowledged"
 # Discord drops an interaction not answered within 3 s; past this, defer and edit later.
 DEFER_AFTER_SECONDS = 2.0
 WHY = "Why? The agent reads this."
@@ -88,12 +89,12 @@ class Interactions:
                 await self.modal_submitted(interaction, click)
             elif interaction.type is discord.InteractionType.component and not click.modal:
                 await self.clicked(interaction, click)
-        except discord.NotFound as error:
-            if error.code != UNKNOWN_INTERACTION:
+        except discord.HTTPException as error:
+            if error.code not in (UNKNOWN_INTERACTION, ALREADY_ANSWERED):
                 raise
-            # Replayed after a takeover, past Discord's 3 s: what it decided stands, and the
-            # outbox edits the message.
-            log.info("discord: interaction %s expired before it was answered", interaction.id)
+            # Replayed after a takeover: past Discord's 3 s, or answered by the last owner.
+            # What it decided stands, and the outbox edits the message.
+            log.info("discord: interaction %s could not be answered: %s", interaction.id, error)
 
     async def clicked(self, interaction: discord.Interaction[Any], click: CallbackId) -> None:
         if click.verb == Verb.REJECT:

@@ -1,7 +1,7 @@
 """Requests as Discord messages: an embed and button specs, pure functions, no network.
 
 Buttons carry their request in the custom id (`gw:<verb>:<rid>`, at most 100 characters),
-so a click on a message sent before a restart still lands (discord.py DynamicItem). Agent
+so a click on a message sent before a restart still lands (read in `on_interaction`). Agent
 text is escaped for markdown; mentions are also switched off when sending
 (`allowed_mentions` none), so `@everyone` in a kwarg pings nobody. Embed limits
 (discord.com/developers/docs/resources/message#embed-object-embed-limits) are kept by

@@ -26,6 +26,13 @@ log = logging.getLogger(__name__)
 NAME = "discord"
 
 
+def point_of(ws: discord.gateway.DiscordWebSocket | None) -> ResumePoint | None:
+    """Where the websocket's session stands now (None before READY or RESUMED)."""
+    if ws is None or not ws.session_id or ws.sequence is None:
+        return None
+    return ResumePoint(ws.session_id, str(ws.gateway), ws.sequence)
+
+
 class SessionLog:
     """How far the bot has handled its session, saved for the next owner.
 
@@ -37,9 +44,14 @@ class SessionLog:
         self.core = core
         self.handling = 0
         self._saved: ResumePoint | None = None
+        self._stopped = False
 
     async def last(self) -> ResumePoint | None:
         return await resume_points.load(self.core, NAME)
+
+    def stop(self) -> None:
+        """The bot is closing: what its handlers reach now, the next owner replays."""
+        self._stopped = True
 
     def began(self) -> None:
         self.handling += 1
@@ -50,10 +62,8 @@ class SessionLog:
 
     async def settled(self, ws: discord.gateway.DiscordWebSocket | None) -> None:
         """Save the point reached, if nothing is being handled and it moved."""
-        if self.handling or ws is None or not ws.session_id or ws.sequence is None:
-            return
-        point = ResumePoint(ws.session_id, str(ws.gateway), ws.sequence)
-        if point == self._saved:
+        point = point_of(ws)
+        if self.handling or self._stopped or point is None or point == self._saved:
             return
         try:
             await resume_points.save(self.core, NAME, point)

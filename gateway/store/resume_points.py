@@ -19,11 +19,11 @@ def get(conn: Connection, name: str) -> tuple[str, str, int] | None:
 
 
 def save(conn: Connection, name: str, session_id: str, url: str, seq: int) -> None:
+    """Save the point; within one session it only moves forward (saves may commit out of
+    order)."""
     values = {"session_id": session_id, "url": url, "seq": seq, "saved_at": utcnow()}
-    updated = conn.execute(sa.update(_point).where(_point.c.name == name).values(values))
-    if updated.rowcount == 0:
+    if get(conn, name) is None:
         conn.execute(sa.insert(_point).values({"name": name, **values}))
-
-
-def forget(conn: Connection, name: str) -> None:
-    conn.execute(sa.delete(_point).where(_point.c.name == name))
+        return
+    newer = sa.or_(_point.c.session_id != session_id, _point.c.seq < seq)
+    conn.execute(sa.update(_point).where(_point.c.name == name, newer).values(values))

@@ -23,7 +23,7 @@ from tests.services.receiver import HoldingReceiver
 
 pytestmark = pytest.mark.postgres
 
-LEASE = timedelta(seconds=0.6)  # short, so that a missed renewal shows within the test
+LEASE = timedelta(seconds=1.5)  # short, so that a missed renewal shows within the test
 _job = OutboxJob.__table__  # type: ignore[attr-defined]
 
 

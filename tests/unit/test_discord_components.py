@@ -54,7 +54,7 @@ async def test_buttons_become_one_action_row_in_order() -> None:
 )
 def test_every_button_id_is_read_back(verb: str, index: int | None) -> None:
     encoded = encode(Verb(verb), RID, index)
-    match = re.fullmatch(BUTTON_PATTERN, encoded)  # what discord.py's DynamicItem matches
+    match = re.fullmatch(BUTTON_PATTERN, encoded)  # what Slack's action listener matches
     assert match is not None
     assert (match["verb"], match["rid"]) == (verb, RID)
     assert match["index"] == (None if index is None else str(index))

@@ -22,7 +22,7 @@ from sqlalchemy.engine import Connection
 from channels.web.auth import create_sign_in_link
 from gateway import bootstrap, intake
 from gateway.api.auth import find_caller
-from gateway.app import Server, build_core, create_app
+from gateway.app import Server, build_core, create_app, shutdown_step
 from gateway.core import Caller, Core
 from gateway.dispatch import Dispatcher, Record
 from gateway.lifecycle import Kind
@@ -237,3 +237,22 @@ async def test_a_stopping_server_answers_long_polls_and_ends_streams(tmp_path: P
         assert answer.status_code == 200, answer.text
         assert answer.json()["gateway_status"] == "pending"
     assert stream_ended - stopped_at < PROMPTLY
+
+
+async def test_a_shutdown_step_that_hangs_or_fails_costs_its_bound_and_the_rest_still_run(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def hangs() -> None:
+        await asyncio.Event().wait()  # a database that never answers
+
+    async def fails() -> None:
+        raise OSError("connection refused")
+
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await shutdown_step("a hanging step", hangs(), 0.1)
+    await shutdown_step("a failing step", fails(), 5)
+    assert loop.time() - started < 1
+    said = [r.getMessage() for r in caplog.records]
+    assert any("a hanging step did not stop cleanly" in line for line in said)
+    assert any("a failing step did not stop cleanly" in line for line in said)

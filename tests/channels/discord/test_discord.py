@@ -333,12 +333,32 @@ async def test_a_click_made_while_the_gateway_was_down_is_handled_once_it_is_bac
     # Nobody is connected: Discord keeps the click for the session, which was left resumable.
     clicked = await fake.click(f"gw:approve:{rid}", message_id=message["id"], user_id=BOB)
     assert not fake.callbacks
+    fake.answer_within = 60  # not the subject here: a loaded machine may take 3 s to restart
     async with gateway_with_bot(settings, fake) as second:
         assert (await fake.wait_for_callback(clicked))["type"] == UPDATE_MESSAGE
         assert (await get(second, "down-1"))["status"]["approved"] is True
         assert (fake.identify_count, fake.replays) == (1, [1])  # the click
     async with gateway_with_bot(settings, fake):  # handled up to there: not replayed again
         assert fake.replays == [1, 0]
+
+
+async def test_a_click_replayed_too_late_to_answer_still_decides_and_the_post_is_edited(
+    settings: Settings, fake: FakeDiscord, request_factory: RequestFactory
+) -> None:
+    rid, message = await posted_and_stopped(settings, fake, request_factory, "late-1")
+    clicked = await fake.click(f"gw:approve:{rid}", message_id=message["id"], user_id=BOB)
+    fake.answer_within = 0  # by the replay, Discord has forgotten the interaction (10062)
+    async with gateway_with_bot(settings, fake) as second:
+
+        async def decided_and_edited() -> bool:
+            edits = fake.edits_of(str(message["id"]))
+            return bool(edits) and not edits[-1].get("components")
+
+        await eventually(decided_and_edited, within=10)  # by the outbox, not the click
+        assert (await get(second, "late-1"))["status"]["approved"] is True
+        history = (await events(second, "late-1"))["events"]
+        assert [e["type"] for e in history].count("decided") == 1
+    assert not [c for c in fake.callbacks if c["interaction_id"] == clicked]
 
 
 async def test_a_session_discord_no_longer_has_is_started_anew(

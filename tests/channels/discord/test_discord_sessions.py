@@ -7,7 +7,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from channels.discord.sessions import SessionLog
+from channels.discord.sessions import NAME, SessionLog
+from gateway import resume_points
 from gateway.resume_points import ResumePoint
 from tests.services.inprocess import running_gateway, test_settings
 
@@ -44,3 +45,27 @@ async def test_a_session_is_saved_where_the_next_owner_reads_it(tmp_path: Path) 
         await SessionLog(gateway.core).settled(websocket(7))
     async with running_gateway(settings) as gateway:  # another process, the same database
         assert await SessionLog(gateway.core).last() == ResumePoint("session-1", RESUME_URL, 7)
+
+
+async def test_within_a_session_the_saved_point_never_goes_back(tmp_path: Path) -> None:
+    settings = test_settings(f"sqlite+aiosqlite:///{tmp_path}/sessions.db")
+    async with running_gateway(settings) as gateway:
+        later, earlier = ResumePoint("s1", RESUME_URL, 9), ResumePoint("s1", RESUME_URL, 4)
+        await resume_points.save(gateway.core, NAME, later)
+        await resume_points.save(gateway.core, NAME, earlier)  # committed out of order
+        assert await resume_points.load(gateway.core, NAME) == later
+        fresh = ResumePoint("s2", RESUME_URL, 1)  # a new session starts from its own READY
+        await resume_points.save(gateway.core, NAME, fresh)
+        assert await resume_points.load(gateway.core, NAME) == fresh
+
+
+async def test_a_closing_bot_saves_nothing_more(tmp_path: Path) -> None:
+    settings = test_settings(f"sqlite+aiosqlite:///{tmp_path}/sessions.db")
+    async with running_gateway(settings) as gateway:
+        sessions = SessionLog(gateway.core)
+        await sessions.settled(websocket(3))
+        sessions.began()
+        sessions.stop()  # its bot closes; the next owner will replay from 3
+        await sessions.ended(websocket(8))
+        saved = await sessions.last()
+        assert saved is not None and saved.seq == 3

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import uuid
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
@@ -66,6 +67,7 @@ class Dispatcher:
         self.webhook_policy = webhook_policy or RetryPolicy(schedule=core.settings.webhook_delays)
         self._stopping = asyncio.Event()
         self._held: set[int] = set()  # claimed, and their outcome not yet recorded
+        self.worker = uuid.uuid4().hex  # the name its claims are made in
         self._handlers: dict[str, Callable[[OutboxJob], Awaitable[Record]]] = {
             JobKind.DELIVER: self._deliver,
             JobKind.UPDATE: self._update,
@@ -98,7 +100,8 @@ class Dispatcher:
             if not self._held:
                 continue
             try:
-                await self.core.db.write(outbox_store.extend_leases, sorted(self._held), LEASE)
+                held = sorted(self._held)
+                await self.core.db.write(outbox_store.extend_leases, held, LEASE, self.worker)
             except Exception as error:  # the next renewal tries again
                 log.warning("outbox: could not renew the leases: %s", error)
 
@@ -119,7 +122,7 @@ class Dispatcher:
             held, self._held = sorted(self._held), set()
             try:
                 async with asyncio.timeout(RELEASE_WITHIN_SECONDS):
-                    released = await self.core.db.write(outbox_store.release, held)
+                    released = await self.core.db.write(outbox_store.release, held, self.worker)
             except Exception as error:  # their leases run out instead (database unreachable)
                 log.warning("outbox: could not hand back %d job(s): %s", len(held), error)
                 return
@@ -131,6 +134,7 @@ class Dispatcher:
             limit=self.batch,
             lease=LEASE,
             skip_locked=not self.core.db.is_sqlite,
+            worker=self.worker,
         )
         self._held.update(job.id for job in jobs if job.id is not None)
         await asyncio.gather(*(self._run(job) for job in jobs))

@@ -20,6 +20,7 @@ from gateway.store import outbox as outbox_store
 from gateway.store import projects as project_store
 from gateway.store import requests as request_store
 from gateway.store.rows import Request, changed
+from gateway.store.values import as_utc
 
 
 @pytest.fixture
@@ -96,9 +97,11 @@ async def enqueue(db: Database, count: int) -> list[int]:
     return await db.write(enqueue_many, count)
 
 
-async def claim(db: Database, limit: int, lease: timedelta = timedelta(seconds=60)) -> list[int]:
+async def claim(
+    db: Database, limit: int, lease: timedelta = timedelta(seconds=60), worker: str = "w"
+) -> list[int]:
     jobs = await db.write(
-        outbox_store.claim, limit=limit, lease=lease, skip_locked=not db.is_sqlite
+        outbox_store.claim, limit=limit, lease=lease, skip_locked=not db.is_sqlite, worker=worker
     )
     return [job.id for job in jobs if job.id is not None]
 
@@ -123,6 +126,21 @@ async def test_expired_lease_is_claimable_again(db: Database) -> None:
     assert await claim(db, 1) == [job_id]
     job = await db.read(outbox_store.get_job, job_id)
     assert job is not None and job.attempts == 2 and job.status == "running"
+
+
+async def test_only_the_worker_holding_a_lease_renews_or_hands_it_back(db: Database) -> None:
+    """A worker whose lease ran out (stalled, or its clock behind) finds its job taken by
+    another: its renewal and its hand-back at shutdown leave that worker's claim alone."""
+    [job_id] = await enqueue(db, 1)
+    assert await claim(db, 1, lease=timedelta(seconds=-1), worker="stalled") == [job_id]
+    assert await claim(db, 1, worker="other") == [job_id]
+    await db.write(outbox_store.extend_leases, [job_id], timedelta(hours=1), "stalled")
+    assert await db.write(outbox_store.release, [job_id], "stalled") == 0
+    job = await db.read(outbox_store.get_job, job_id)
+    assert job is not None and (job.status, job.claimed_by, job.attempts) == ("running", "other", 2)
+    assert job.locked_until is not None
+    assert as_utc(job.locked_until) < utcnow() + timedelta(minutes=2)  # not the stalled hour
+    assert await db.write(outbox_store.release, [job_id], "other") == 1
 
 
 def retry_and_bury(conn: Connection, first: int, second: int) -> None:

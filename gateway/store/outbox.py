@@ -46,8 +46,11 @@ def enqueue(
     return job_id
 
 
-def claim(conn: Connection, *, limit: int, lease: timedelta, skip_locked: bool) -> list[OutboxJob]:
-    """Take due jobs (and jobs whose lease ran out after a crash) for one lease period."""
+def claim(
+    conn: Connection, *, limit: int, lease: timedelta, skip_locked: bool, worker: str = ""
+) -> list[OutboxJob]:
+    """Take due jobs (and jobs whose lease ran out after a crash) for one lease period, in
+    `worker`'s name: only it renews or hands back their leases."""
     now = utcnow()
     due = sa.or_(
         sa.and_(_job.c.status == JobStatus.PENDING, _job.c.run_at <= now),
@@ -63,6 +66,7 @@ def claim(conn: Connection, *, limit: int, lease: timedelta, skip_locked: bool) 
             status=JobStatus.RUNNING,
             attempts=_job.c.attempts + 1,
             locked_until=now + lease,
+            claimed_by=worker,
             updated_at=now,
         )
         .returning(*_job.c)
@@ -135,14 +139,14 @@ def release_leases(conn: Connection) -> int:
     return (conn.execute(query)).rowcount
 
 
-def release(conn: Connection, job_ids: list[int]) -> int:
+def release(conn: Connection, job_ids: list[int], worker: str) -> int:
     """Jobs a stopping worker claimed and did not finish are due again at once, attempt given
     back (another replica takes them now, not when the lease runs out). One finished
-    meanwhile is no longer running: it stays as it is."""
+    meanwhile, or taken by another worker since its lease ran out, stays as it is."""
     now = utcnow()
     query = (
         sa.update(_job)
-        .where(_job.c.id.in_(job_ids), _job.c.status == JobStatus.RUNNING)
+        .where(_job.c.id.in_(job_ids), _held_by(worker))
         .values(
             status=JobStatus.PENDING,
             attempts=_job.c.attempts - 1,
@@ -155,14 +159,19 @@ def release(conn: Connection, job_ids: list[int]) -> int:
     return int(conn.execute(query).rowcount)
 
 
-def extend_leases(conn: Connection, job_ids: list[int], lease: timedelta) -> None:
-    """The worker running these jobs is alive: their leases run `lease` from now."""
+def extend_leases(conn: Connection, job_ids: list[int], lease: timedelta, worker: str) -> None:
+    """The worker running these jobs is alive: their leases run `lease` from now (not a
+    job another worker has taken since)."""
     query = (
         sa.update(_job)
-        .where(_job.c.id.in_(job_ids), _job.c.status == JobStatus.RUNNING)
+        .where(_job.c.id.in_(job_ids), _held_by(worker))
         .values(locked_until=utcnow() + lease)
     )
     conn.execute(query)
+
+
+def _held_by(worker: str) -> sa.ColumnElement[bool]:
+    return sa.and_(_job.c.status == JobStatus.RUNNING, _job.c.claimed_by == worker)
 
 
 def next_due_at(conn: Connection) -> datetime | None:

@@ -105,6 +105,7 @@ class OutboxJob:
     max_attempts: int
     run_at: datetime
     locked_until: datetime | None = None
+    claimed_by: str | None = None
     last_error: str | None = None
     created_at: datetime
     updated_at: datetime

@@ -128,6 +128,7 @@ class OutboxJob(SQLModel, table=True):
     max_attempts: int
     run_at: datetime = Field(sa_column=_ts())
     locked_until: datetime | None = Field(default=None, sa_column=_ts(nullable=True))
+    claimed_by: str | None = Field(default=None, max_length=64)  # the worker holding the lease
     last_error: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
     created_at: datetime = Field(sa_column=_ts())
     updated_at: datetime = Field(sa_column=_ts())

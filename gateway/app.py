@@ -68,7 +68,11 @@ async def running(core: Core) -> AsyncIterator[Dispatcher]:
             await shutdown_step("the outbox", dispatcher.finish(worker), FINISH_SECONDS + 1.5)
             if ownership is not None:  # owned connections end first, then their locks go
                 await shutdown_step("the singleton locks", ownership.aclose(), 2.5)
-            await asyncio.gather(*(_close(name, c) for name, c in core.channels.items()))
+            closing = (
+                shutdown_step(f"channel {name}", channel.aclose(), START_SECONDS)
+                for name, channel in core.channels.items()
+            )
+            await asyncio.gather(*closing)
             await core.db.aclose()  # the writer commits what is queued before it closes
 
 
@@ -106,14 +110,6 @@ async def _start(name: str, channel: Channel) -> None:
             await channel.start()
     except Exception:
         log.exception("channel %s did not start; the gateway runs without it", name)
-
-
-async def _close(name: str, channel: Channel) -> None:
-    try:
-        async with asyncio.timeout(START_SECONDS):
-            await channel.aclose()
-    except Exception:
-        log.exception("channel %s did not close cleanly", name)
 
 
 def create_app(core: Core) -> FastAPI:

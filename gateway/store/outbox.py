@@ -179,7 +179,8 @@ def next_due_at(conn: Connection) -> datetime | None:
     worker may have died)."""
     pending = sa.select(sa.func.min(_job.c.run_at)).where(_job.c.status == JobStatus.PENDING)
     running = sa.select(sa.func.min(_job.c.locked_until)).where(_job.c.status == JobStatus.RUNNING)
-    times = [conn.execute(query).scalar_one_or_none() for query in (pending, running)]
+    query = sa.select(pending.scalar_subquery(), running.scalar_subquery())  # one round trip
+    times = conn.execute(query).one()
     return min((t for t in times if t is not None), default=None)
 
 

@@ -86,7 +86,9 @@ def make_engine(url: str, *, for_migrations: bool = False) -> Engine:
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
         pool = READERS + PG_WRITERS + 4  # readers, writers, migrations and the odd extra
-        return sa.create_engine(sync_url(url), pool_size=pool, max_overflow=8)
+        # Threads keep their connections; a pooled one is pinged when handed out, so one
+        # that died with a database restart is replaced rather than failing a request.
+        return sa.create_engine(sync_url(url), pool_size=pool, max_overflow=8, pool_pre_ping=True)
     if parsed.database and parsed.database != ":memory:":
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
         _use_wal(parsed.database)
@@ -220,7 +222,13 @@ class Database:
         return await loop.run_in_executor(self._readers, self._read, _bind(fn, args, kwargs))
 
     def _read(self, call: Callable[[Connection], T]) -> T:
-        return call(self._connection())
+        try:
+            return call(self._connection())
+        except sa.exc.DBAPIError as error:
+            if not error.connection_invalidated:
+                raise
+            # The database dropped this idle connection (it restarted): read again on a new one.
+            return call(self._connection())
 
     def _connection(self) -> Connection:
         """This thread's own autocommit connection."""

@@ -100,14 +100,7 @@ class Writer:
     def _work(self) -> None:
         conn: Connection | None = None
         while (batch := self._next_batch()) is not None:
-            try:
-                if conn is None or conn.invalidated or conn.closed:
-                    conn = self._engine.connect().execution_options(isolation_level="AUTOCOMMIT")
-            except Exception as error:  # the database is unreachable: this batch fails
-                log.warning("the writer cannot connect: %s", error)
-                _fail(batch, error)
-                continue
-            self._run(conn, batch)
+            conn = self._run(conn, batch)
         if conn is not None:
             with contextlib.suppress(Exception):  # it may have died with the database
                 conn.close()
@@ -128,9 +121,28 @@ class Writer:
             batch.append(op)
         return batch
 
-    def _run(self, conn: Connection, batch: list[Op]) -> None:
-        while batch:
-            batch = self._attempt(conn, batch)
+    def _run(self, conn: Connection | None, batch: list[Op]) -> Connection | None:
+        """Run the batch; returns the connection to keep for the next one. A connection the
+        database dropped while it sat idle (a restart, a network cut) fails at BEGIN, before
+        anything of the batch ran: the batch then runs once more, on a new connection."""
+        for retry in (False, True):
+            try:
+                if conn is None or conn.invalidated or conn.closed:
+                    conn = self._engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+            except Exception as error:  # the database is unreachable: this batch fails
+                log.warning("the writer cannot connect: %s", error)
+                _fail(batch, error)
+                return None
+            try:
+                while batch:
+                    batch = self._attempt(conn, batch)
+                return conn
+            except _Dropped as dropped:
+                conn.invalidate()
+                conn = None
+                if retry:
+                    _fail(batch, dropped.error)
+        return None
 
     def _attempt(self, conn: Connection, batch: list[Op]) -> list[Op]:
         """Run the batch in one transaction and commit it. Writes do not raise for expected
@@ -138,8 +150,10 @@ class Writer:
         its error, and the others are returned to run again without it (no savepoints, which
         cost two round trips per write on PostgreSQL)."""
         changes = Changes()
+        begun = False
         try:
             _raw(conn, self._hooks.begin_sql)
+            begun = True
             for index, op in enumerate(batch):
                 op.changes = Changes()
                 if not _run_one(conn, op):
@@ -149,6 +163,8 @@ class Writer:
                 changes.merge(op.changes)
             self._commit(conn, changes, len(batch))
         except Exception as error:  # BEGIN, COMMIT or ROLLBACK failed: so does the batch
+            if not begun and isinstance(error, OperationalError) and error.connection_invalidated:
+                raise _Dropped(error) from error
             log.warning("a batch of %d writes failed: %s", len(batch), error)
             _rollback(conn)
             # The connection may be dead (the database restarted, the network dropped):
@@ -196,6 +212,14 @@ def _run_one(conn: Connection, op: Op) -> bool:
     return True
 
 
+class _Dropped(Exception):
+    """BEGIN found the connection dead: nothing of the batch ran."""
+
+    def __init__(self, error: OperationalError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 def _fail(batch: list[Op], error: BaseException) -> None:
     for op in batch:
         op.error = error
@@ -210,7 +234,9 @@ def _raw(conn: Connection, sql: str) -> None:
         cursor.execute(sql)
     except conn.dialect.loaded_dbapi.Error as error:
         # The driver's own error, as SQLAlchemy would have raised it (the API's 503).
-        raise OperationalError(sql, None, error) from error
+        dbapi_conn = conn.connection.dbapi_connection
+        dropped = conn.dialect.is_disconnect(error, dbapi_conn, cursor)
+        raise OperationalError(sql, None, error, connection_invalidated=dropped) from error
     finally:
         cursor.close()
 

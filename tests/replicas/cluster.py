@@ -29,9 +29,13 @@ class Replica:
     api_key: str = ""
 
     @property
-    def pid(self) -> int:
+    def proc(self) -> subprocess.Popen[str]:
         assert self.process.proc is not None
-        return self.process.proc.pid
+        return self.process.proc
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
 
     @property
     def replica_id(self) -> str:

@@ -30,6 +30,7 @@ import socket
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+from gateway.store import locks
 from gateway.store.engine import dedicated_connection
 from gateway.supervisor import Supervisor, explain
 
@@ -44,19 +45,6 @@ CLOSE_WITHIN_SECONDS = 1.5  # at shutdown, less: the whole of it must fit in 10 
 CONNECT_WITHIN_SECONDS = 5.0
 APPLICATION_NAME_BYTES = 63  # PostgreSQL keeps no more of `application_name` (NAMEDATALEN - 1)
 KEY_PREFIX = "hitl-gateway singleton:"
-
-# Who holds advisory locks on this database, other than us: a bigint key shows in pg_locks
-# as classid (its high 32 bits) and objid (its low 32 bits), with objsubid 1. Raw SQL on the
-# raw lock connection, as the LISTEN connection in gateway.store.engine does.
-_HOLDERS = """
-SELECT (l.classid::bigint << 32) | l.objid::bigint AS key, a.application_name AS holder
-FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
-  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-  AND l.pid <> pg_backend_pid()
-"""
-_TRY = "SELECT k, pg_try_advisory_lock(k) FROM unnest($1::bigint[]) AS k"
-_RELEASE = "SELECT pg_advisory_unlock_all()"
 
 Connect = Callable[[str, str, dict[str, str]], Awaitable[Any]]
 
@@ -133,7 +121,7 @@ class Ownership:
         if conn is not None and not conn.is_closed():
             try:
                 async with asyncio.timeout(self._answer_within):
-                    await conn.execute(_RELEASE)
+                    await locks.release_all(conn)
                     await conn.close()
             except Exception as error:  # the session ends anyway, and its locks with it
                 log.warning("ownership: could not release the locks cleanly: %s", explain(error))
@@ -184,11 +172,11 @@ class Ownership:
             conn = await self._connection()
         async with asyncio.timeout(self._answer_within):
             missing = [key for key in wanted if key not in self._owned]
-            won = [key for key, got in await conn.fetch(_TRY, missing) if got] if missing else []
+            won = await locks.try_locks(conn, missing)
             if len(self._owned) + len(won) == len(wanted):
-                await conn.fetchval("SELECT 1")  # an owner's check that its locks still hold
+                await locks.still_held(conn)
                 return won, {}
-            return won, {key: holder for key, holder in await conn.fetch(_HOLDERS)}
+            return won, await locks.holders(conn)
 
     async def _connection(self) -> Any:
         if self._conn is not None and not self._conn.is_closed():

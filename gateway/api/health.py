@@ -13,7 +13,7 @@ import hmac
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, Response
@@ -26,9 +26,7 @@ from gateway.core import Core
 from gateway.errors import Unauthorized
 from gateway.store import migrate, utcnow
 from gateway.store.engine import READERS, ping
-
-if TYPE_CHECKING:
-    from gateway.metrics import Snapshot
+from gateway.store.metrics import Snapshot, snapshot
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -152,7 +150,7 @@ async def prometheus(request: Request, core: CoreDep) -> Response:
     snap: Snapshot | None
     try:
         flight = _flight(request, "metrics", METRICS_SECONDS)
-        snap = await flight.run(lambda: _fresh(lambda: core.db.scan(metrics.snapshot, utcnow())))
+        snap = await flight.run(lambda: _fresh(lambda: core.db.scan(snapshot, utcnow())))
     except (TimeoutError, SQLAlchemyError) as error:
         log.warning("metrics: the database did not answer (%s)", type(error).__name__)
         snap = None

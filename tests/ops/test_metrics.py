@@ -11,7 +11,8 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from gateway.metrics import Snapshot, outbox_families, owns, singleton_family
+from gateway.metrics import outbox_families, owns, singleton_family
+from gateway.store.metrics import Snapshot
 from tests.factories import RequestFactory
 from tests.helpers import add_webhook, eventually, outbox_idle
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings

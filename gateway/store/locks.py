@@ -1,0 +1,38 @@
+"""PostgreSQL advisory locks for singleton ownership (`gateway.ownership`), on the raw
+asyncpg connection that holds them: the lock lives as long as that session."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Who holds advisory locks on this database, other than us: a bigint key shows in pg_locks
+# as classid (its high 32 bits) and objid (its low 32 bits), with objsubid 1.
+_HOLDERS = """
+SELECT (l.classid::bigint << 32) | l.objid::bigint AS key, a.application_name AS holder
+FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+  AND l.pid <> pg_backend_pid()
+"""
+_TRY = "SELECT k, pg_try_advisory_lock(k) FROM unnest($1::bigint[]) AS k"
+
+
+async def try_locks(conn: Any, keys: list[int]) -> list[int]:
+    """Take whichever of `keys` are free, never waiting; returns those taken."""
+    if not keys:
+        return []
+    return [key for key, got in await conn.fetch(_TRY, keys) if got]
+
+
+async def holders(conn: Any) -> dict[int, str]:
+    """Each lock another session holds, and that session's `application_name`."""
+    return {key: holder for key, holder in await conn.fetch(_HOLDERS)}
+
+
+async def still_held(conn: Any) -> None:
+    """A round trip: the session, and so its locks, is alive (raises otherwise)."""
+    await conn.fetchval("SELECT 1")
+
+
+async def release_all(conn: Any) -> None:
+    await conn.execute("SELECT pg_advisory_unlock_all()")

@@ -7,7 +7,7 @@ import contextlib
 import gc
 import logging
 import socket
-from collections.abc import AsyncIterator, Awaitable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 
 import httpx
@@ -28,6 +28,7 @@ from gateway.routing import load_config
 from gateway.seam import Channel, Connected, Mountable
 from gateway.settings import Settings
 from gateway.store import Database, migrate
+from gateway.supervisor import shutdown_step
 
 log = logging.getLogger(__name__)
 START_SECONDS = 2.0  # a channel's start only launches tasks; a slow one is a bug, not a wait
@@ -74,16 +75,6 @@ async def running(core: Core) -> AsyncIterator[Dispatcher]:
             )
             await asyncio.gather(*closing)
             await core.db.aclose()  # the writer commits what is queued before it closes
-
-
-async def shutdown_step(what: str, step: Awaitable[None], seconds: float) -> None:
-    """A step of the shutdown: if it fails or hangs, the next ones run all the same (the
-    process must be gone within 10 s of SIGTERM)."""
-    try:
-        async with asyncio.timeout(seconds):
-            await step
-    except Exception:
-        log.exception("shutdown: %s did not stop cleanly within %g s", what, seconds)
 
 
 def singleton_ownership(core: Core, replica: str | None = None) -> Ownership | None:

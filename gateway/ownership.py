@@ -32,7 +32,7 @@ from typing import Any
 
 from gateway.store import locks
 from gateway.store.engine import dedicated_connection
-from gateway.supervisor import Supervisor, explain
+from gateway.supervisor import Supervisor, explain, shutdown_step
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +115,12 @@ class Ownership:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
-        await asyncio.gather(*(self._close(s) for s in self._held.values()))
+        # Each within a bound: the locks go after them regardless.
+        closing = [
+            shutdown_step(held.name, held.aclose(), CLOSE_WITHIN_SECONDS)
+            for held in self._held.values()
+        ]
+        await asyncio.gather(*closing)
         self._owned.clear()
         conn, self._conn = self._conn, None
         if conn is not None and not conn.is_closed():
@@ -126,14 +131,6 @@ class Ownership:
             except Exception as error:  # the session ends anyway, and its locks with it
                 log.warning("ownership: could not release the locks cleanly: %s", explain(error))
                 conn.terminate()
-
-    async def _close(self, supervisor: Supervisor) -> None:
-        """Stop a connection at shutdown, within a bound: the locks go after it regardless."""
-        try:
-            async with asyncio.timeout(CLOSE_WITHIN_SECONDS):
-                await supervisor.aclose()
-        except TimeoutError:
-            log.error("ownership: %s did not close in time", supervisor.name)
 
     # --- the loop
 

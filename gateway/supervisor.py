@@ -285,3 +285,13 @@ def require_up(name: str, supervisor: Supervisor | None) -> None:
         return
     if supervisor.health.state is not State.CONNECTED:
         raise ChannelDown(name, supervisor.health.describe())
+
+
+async def shutdown_step(what: str, step: Awaitable[None], seconds: float) -> None:
+    """A step of the shutdown: if it fails or hangs, the next ones run all the same (the
+    process must be gone within 10 s of SIGTERM)."""
+    try:
+        async with asyncio.timeout(seconds):
+            await step
+    except Exception:
+        log.exception("shutdown: %s did not stop cleanly within %g s", what, seconds)

@@ -18,14 +18,14 @@ from typing import Any, Generic, TypeVar
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.exc import SQLAlchemyError
 
 from gateway.api.auth import CoreDep
 from gateway.channel_status import channel_states
 from gateway.core import Core
 from gateway.errors import Unauthorized
 from gateway.store import migrate, utcnow
-from gateway.store.engine import READERS, ping
+from gateway.store.engine import ping
 from gateway.store.metrics import Snapshot, snapshot
 
 log = logging.getLogger(__name__)
@@ -109,27 +109,14 @@ async def readyz(request: Request, core: CoreDep) -> JSONResponse:
 async def database_checks(core: Core) -> dict[str, str]:
     """A SELECT 1 through the store's read path, then the schema against the latest head."""
     try:
-        await _fresh(lambda: core.db.read(ping))
+        await core.db.read(ping)
     except SQLAlchemyError as error:
         return {"database": f"unreachable ({type(error).__name__})", "schema": "not checked"}
     try:
-        behind = await _fresh(lambda: migrate.schema_behind(core.db))
+        behind = await migrate.schema_behind(core.db)
     except SQLAlchemyError as error:
         return {"database": OK, "schema": f"unreadable ({type(error).__name__})"}
     return {"database": OK, "schema": behind or OK}
-
-
-async def _fresh(call: Callable[[], Awaitable[T]]) -> T:
-    """A connection opened before an outage fails once, on its first use after it: that
-    says nothing of the database now, so the question is asked again on a fresh one (each
-    reader thread keeps its own connection)."""
-    for _ in range(READERS):
-        try:
-            return await call()
-        except DBAPIError as error:
-            if not error.connection_invalidated:
-                raise
-    return await call()
 
 
 @router.get("/metrics", include_in_schema=False)
@@ -150,7 +137,7 @@ async def prometheus(request: Request, core: CoreDep) -> Response:
     snap: Snapshot | None
     try:
         flight = _flight(request, "metrics", METRICS_SECONDS)
-        snap = await flight.run(lambda: _fresh(lambda: core.db.scan(snapshot, utcnow())))
+        snap = await flight.run(lambda: core.db.scan(snapshot, utcnow()))
     except (TimeoutError, SQLAlchemyError) as error:
         log.warning("metrics: the database did not answer (%s)", type(error).__name__)
         snap = None

@@ -54,6 +54,7 @@ bench: dev
 	$(BIN)/python bench/discord_latency.py
 	$(BIN)/python bench/email_latency.py
 	$(BIN)/python bench/replicas.py
+	$(BIN)/python bench/startup.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

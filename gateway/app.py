@@ -23,6 +23,7 @@ from gateway.core import Core
 from gateway.crypto import SecretBox
 from gateway.dispatch import FINISH_SECONDS, Dispatcher
 from gateway.logs import RequestId
+from gateway.mcp.deferred import DeferredDoor
 from gateway.ownership import Ownership, default_replica_id
 from gateway.routing import load_config
 from gateway.seam import Channel, Connected, Mountable
@@ -56,9 +57,11 @@ async def running(core: Core) -> AsyncIterator[Dispatcher]:
         await _start(name, channel)
     if ownership is not None:
         ownership.start()
-    # What start-up allocated lives as long as the process: keep it out of every collection.
+    # What start-up allocated lives as long as the process: keep it out of every collection
+    # (`gateway serve` collected nothing until here: see gateway.entry).
     gc.collect()
     gc.freeze()
+    gc.enable()
     async with httpx.AsyncClient() as http:
         dispatcher = Dispatcher(core, http)
         worker = asyncio.create_task(dispatcher.run(), name="outbox")
@@ -104,10 +107,7 @@ async def _start(name: str, channel: Channel) -> None:
 
 
 def create_app(core: Core) -> FastAPI:
-    # Imported here: the MCP SDK adds ~0.3 s to every CLI command that never serves.
-    from gateway.mcp.door import McpDoor
-
-    door = McpDoor(core)
+    door = DeferredDoor(core)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import getpass
 import json
 import sys
@@ -363,6 +364,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
+    if getattr(args, "run", None) is not serve:  # see gateway.entry
+        gc.enable()
     if hasattr(args, "client"):  # a client of a gateway's HTTP API: no server settings
         sys.exit(args.client(args))
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 
 
@@ -11,6 +12,11 @@ def main() -> None:
         from gateway import claude_hook
 
         sys.exit(claude_hook.main(sys.argv[3:]))
+    # Start-up makes a few hundred thousand objects that live as long as the process (modules,
+    # classes, schemas): collecting while they are made would walk them over and over, a
+    # fifth of the server's start. `gateway.cli.main` turns collection back on, or for
+    # `serve`, `gateway.app.running` once start-up is done.
+    gc.disable()
     from gateway.cli import main as cli_main
 
     cli_main()

@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.mcpserver import MCPServer
@@ -22,7 +21,6 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import ToolAnnotations
 from starlette.requests import Request
-from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from gateway import __version__
@@ -30,7 +28,6 @@ from gateway.api.auth import api_key
 from gateway.core import Core
 from gateway.mcp import tools
 
-PATH = "/mcp"
 INSTRUCTIONS = (
     "A human-in-the-loop gateway. Before a risky or irreversible action, call "
     "request_approval and act only on status 'approved'. To ask a person something, call "
@@ -85,11 +82,6 @@ class McpDoor:
             max_request_body_size=core.settings.max_body_bytes,
         )
         self.sessions: StreamableHTTPSessionManager = self.server.session_manager
-
-    def mount(self, app: FastAPI) -> None:
-        # A Route, not a Mount: a Mount answers /mcp with a redirect to /mcp/.
-        route = Route(PATH, self, methods=["GET", "POST", "DELETE"], include_in_schema=False)
-        app.router.routes.append(route)
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:

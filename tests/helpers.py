@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import urllib.parse
 from collections.abc import Awaitable, Callable
@@ -10,6 +11,7 @@ from typing import Any
 
 import httpx
 
+from gateway.logs import ACCESS_LOGGER
 from gateway.store import projects as project_store
 from gateway.webhooks import add_endpoint
 from tests.services.inprocess import RunningGateway
@@ -67,3 +69,10 @@ async def follow_console_events(base_url: str, link: str, opened: asyncio.Event)
             async for _chunk in chunks:
                 pass
     return time.monotonic()
+
+
+def access_record(target: str) -> logging.LogRecord:
+    """The record uvicorn's access logger makes for `GET <target>` answered 200."""
+    message = '%s - "%s %s HTTP/%s" %d'
+    values = ("127.0.0.1:5000", "GET", target, "1.1", 200)
+    return logging.LogRecord(ACCESS_LOGGER, logging.INFO, __file__, 1, message, values, None)

@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from gateway.logs import ACCESS_LOGGER, REQUEST_ID, JsonFormatter, RedactTokens
-from tests.helpers import eventually
+from tests.helpers import access_record, eventually
 from tests.services.net import free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -141,15 +141,7 @@ def test_a_line_written_while_serving_carries_the_request_id(
 
 
 def test_an_access_line_is_redacted_before_it_is_formatted() -> None:
-    record = logging.LogRecord(
-        ACCESS_LOGGER,
-        logging.INFO,
-        __file__,
-        1,
-        '%s - "%s %s HTTP/%s" %d',
-        ("127.0.0.1:5000", "GET", f"/r/abc?t={LINK_TOKEN}", "1.1", 200),
-        None,
-    )
+    record = access_record(f"/r/abc?t={LINK_TOKEN}")
     assert RedactTokens().filter(record)
     line = JsonFormatter().format(record)
     assert LINK_TOKEN not in line

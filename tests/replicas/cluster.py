@@ -4,8 +4,10 @@ connections each of them owns or stands by for."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import subprocess
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +54,13 @@ class Replica:
             response = await api.get(f"{self.process.base_url}/gateway/v1/channels")
         assert response.status_code == 200, response.text
         return {c["name"]: c for c in response.json()["channels"]}
+
+
+@contextlib.asynccontextmanager
+async def clients(replicas: list[Replica]) -> AsyncIterator[list[httpx.AsyncClient]]:
+    """An API client for each replica, closed on exit."""
+    async with contextlib.AsyncExitStack() as stack:
+        yield [await stack.enter_async_context(replica.client()) for replica in replicas]
 
 
 @dataclass

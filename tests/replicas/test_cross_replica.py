@@ -33,7 +33,7 @@ import pytest
 
 from channels.web.auth import COOKIE
 from tests.factories import request_body
-from tests.replicas.cluster import Cluster, Replica
+from tests.replicas.cluster import Cluster, Replica, clients
 
 pytestmark = pytest.mark.postgres
 
@@ -107,8 +107,7 @@ async def test_created_on_one_decided_on_another_answers_a_long_poll_on_a_third(
     cluster = Cluster(tmp_path, {"GATEWAY_DATABASE_URL": pg_url})
     try:
         replicas = await start_three(cluster)
-        apis = [replica.client() for replica in replicas]
-        try:
+        async with clients(replicas) as apis:
             orders = list(itertools.permutations(range(len(replicas))))
             cross = [
                 await one_round(apis, creator, decider, poller, n)
@@ -118,9 +117,6 @@ async def test_created_on_one_decided_on_another_answers_a_long_poll_on_a_third(
                 await one_round(apis, n % 3, n % 3, n % 3, len(cross) + n)
                 for n in range(SAME_ROUNDS)
             ]
-        finally:
-            for api in apis:
-                await api.aclose()
     finally:
         await cluster.stop()
     print(f"\nlong-poll, three replicas: {figures(cross)}; one replica: {figures(same)}")
@@ -245,21 +241,19 @@ async def test_a_decision_on_one_replica_wakes_waiters_and_live_pages_on_the_oth
     try:
         replicas = await start_three(cluster)
         session = await console_session(replicas[0])
-        apis = [replica.client() for replica in replicas]
         maker, watching = 0, [1, 2]
-        try:
-            async with live_pages([replicas[w] for w in watching], session) as opened:
-                pages = dict(zip(watching, opened, strict=True))
-                for n in range(LIVE_ROUNDS):
-                    waited, paged = await live_round(apis, maker, pages, n)
-                    waiting += waited
-                    paging += paged
-                # Each change woke each watching page once: no more events than changes.
-                for w in watching:
-                    assert len(pages[w].arrivals) == 2 * LIVE_ROUNDS
-        finally:
-            for api in apis:
-                await api.aclose()
+        async with (
+            clients(replicas) as apis,
+            live_pages([replicas[w] for w in watching], session) as opened,
+        ):
+            pages = dict(zip(watching, opened, strict=True))
+            for n in range(LIVE_ROUNDS):
+                waited, paged = await live_round(apis, maker, pages, n)
+                waiting += waited
+                paging += paged
+            # Each change woke each watching page once: no more events than changes.
+            for w in watching:
+                assert len(pages[w].arrivals) == 2 * LIVE_ROUNDS
     finally:
         await cluster.stop()
     print(f"\ndecided on replica 0: waiters on 1 and 2 {figures(waiting)}; pages {figures(paging)}")

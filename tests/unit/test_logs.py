@@ -8,6 +8,7 @@ import logging.config
 import pytest
 
 from gateway.logs import ACCESS_LOGGER, RedactTokens, install_access_log_filter, redact_target
+from tests.helpers import access_record
 
 TOKEN = "eyJyIjoiYWJjIn0.c2lnbmF0dXJl"
 
@@ -48,15 +49,7 @@ def test_a_target_inside_a_parameter_is_redacted_too() -> None:
 
 
 def test_the_filter_rewrites_uvicorns_access_record() -> None:
-    record = logging.LogRecord(
-        ACCESS_LOGGER,
-        logging.INFO,
-        __file__,
-        1,
-        '%s - "%s %s HTTP/%s" %d',
-        ("127.0.0.1:5000", "GET", f"/r/abc?t={TOKEN}", "1.1", 200),
-        None,
-    )
+    record = access_record(f"/r/abc?t={TOKEN}")
     assert RedactTokens().filter(record) is True  # redacted, never dropped
     assert record.getMessage() == '127.0.0.1:5000 - "GET /r/abc?t=[redacted] HTTP/1.1" 200'
 

@@ -32,7 +32,7 @@ if str(REPO_ROOT) not in sys.path:
 
 import httpx  # noqa: E402
 
-from gateway.models import FunctionCallIn  # noqa: E402  (annotations resolve at module level)
+from gateway.wire.models import FunctionCallIn  # noqa: E402  (annotations resolve at module level)
 from tests.services.gateway_process import GatewayProcess  # noqa: E402
 from tests.services.net import free_port  # noqa: E402
 from tests.services.postgres import ThrowawayPostgres, createdb, find_bindir  # noqa: E402

@@ -33,7 +33,7 @@ import httpx
 from aiohttp import web
 
 from bench import common
-from gateway.crypto import sign_webhook
+from gateway.security.crypto import sign_webhook
 from tests.services.net import free_port
 
 N = 200  # measured decisions per phase, at most

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from sqlalchemy.engine import Connection
 
-from gateway.crypto import new_rid
+from gateway.security.crypto import new_rid
 from gateway.store import Database, dumps, utcnow
 from gateway.store import projects as project_store
 from gateway.store import requests as request_store

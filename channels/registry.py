@@ -8,7 +8,7 @@ from channels.discord.channel import DiscordChannel
 from channels.email.channel import EmailChannel
 from channels.slack.channel import SlackChannel
 from channels.web import WebChannel
-from gateway.seam import Channel
+from gateway.seam.channel import Channel
 from gateway.vocabulary import ChannelName
 
 REGISTRY: dict[ChannelName, Callable[[], Channel]] = {

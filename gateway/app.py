@@ -18,18 +18,18 @@ from channels.registry import REGISTRY
 from gateway import __version__
 from gateway.api import channels_status, conformance, errors, extensions, health, routes
 from gateway.api.body import BodyLimit
-from gateway.bootstrap import sync_config_webhooks
+from gateway.cli.bootstrap import sync_config_webhooks
 from gateway.core import Core
-from gateway.crypto import SecretBox
-from gateway.dispatch import FINISH_SECONDS, Dispatcher
-from gateway.logs import RequestId
 from gateway.mcp.deferred import DeferredDoor
-from gateway.ownership import Ownership, default_replica_id
-from gateway.routing import load_config
-from gateway.seam import Channel, Connected, Mountable
+from gateway.outbox.dispatch import FINISH_SECONDS, Dispatcher
+from gateway.policies.routing import load_config
+from gateway.runtime.logs import RequestId
+from gateway.runtime.ownership import Ownership, default_replica_id
+from gateway.runtime.supervisor import shutdown_step
+from gateway.seam.channel import Channel, Connected, Mountable
+from gateway.security.crypto import SecretBox
 from gateway.settings import Settings
 from gateway.store import Database, migrate
-from gateway.supervisor import shutdown_step
 
 log = logging.getLogger(__name__)
 START_SECONDS = 2.0  # a channel's start only launches tasks; a slow one is a bug, not a wait

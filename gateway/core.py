@@ -7,17 +7,17 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from gateway import signed
-from gateway.crypto import SecretBox
-from gateway.keys import KeyCache
 from gateway.lifecycle import Kind, Status
-from gateway.routing import RoutingConfig
-from gateway.seam import Channel
+from gateway.policies.routing import RoutingConfig
+from gateway.runtime.waiters import Waiters
+from gateway.seam.channel import Channel
+from gateway.seam.views import RequestView, load_progress
+from gateway.security import signed
+from gateway.security.crypto import SecretBox
+from gateway.security.key_cache import KeyCache
 from gateway.settings import Settings
 from gateway.store import Changes, Database
 from gateway.store.rows import ApiKey, Project, Request
-from gateway.views import RequestView, load_progress
-from gateway.waiters import Waiters
 
 LINK_TTL_SECONDS = 14 * 24 * 3600  # an emailed request link lets its recipient decide
 

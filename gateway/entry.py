@@ -9,7 +9,7 @@ import sys
 def main() -> None:
     # A Claude Code hook runs on every tool use: it starts without the server's imports.
     if sys.argv[1:3] == ["hook", "claude-code"]:
-        from gateway import claude_hook
+        from gateway.cli import claude_hook
 
         sys.exit(claude_hook.main(sys.argv[3:]))
     # Start-up makes a few hundred thousand objects that live as long as the process (modules,
@@ -17,6 +17,6 @@ def main() -> None:
     # fifth of the server's start. `gateway.cli.main` turns collection back on, or for
     # `serve`, `gateway.app.running` once start-up is done.
     gc.disable()
-    from gateway.cli import main as cli_main
+    from gateway.cli.main import main as cli_main
 
     cli_main()

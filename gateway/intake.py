@@ -10,21 +10,21 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from gateway import plans, policy
 from gateway.core import Caller, Core
-from gateway.crypto import new_rid
 from gateway.errors import Conflict, NotFound
 from gateway.lifecycle import Kind, Status
-from gateway.models import FunctionCallIn, HumanContactIn, is_call_id
-from gateway.plans import Plan
-from gateway.routing import SERVED_BY_GATEWAY, Target
+from gateway.policies import evaluator, plans
+from gateway.policies.plans import Plan
+from gateway.policies.routing import SERVED_BY_GATEWAY, Target
+from gateway.policies.timers import schedule as schedule_timers
+from gateway.security.crypto import new_rid
 from gateway.store import dumps, utcnow
 from gateway.store import outbox as outbox_store
 from gateway.store import requests as request_store
 from gateway.store.rows import Request
-from gateway.timers import schedule as schedule_timers
 from gateway.vocabulary import AuditEvent, DeliveryStatus, JobKind
-from gateway.wire import to_wire
+from gateway.wire.models import FunctionCallIn, HumanContactIn, is_call_id
+from gateway.wire.output import to_wire
 
 DELIVER_ATTEMPTS = 8
 MAX_WAIT_SECONDS = 60.0
@@ -182,7 +182,7 @@ async def create(core: Core, caller: Caller, kind: Kind, body: Incoming) -> dict
         route_json=dumps(route_wire),
         status=Status.PENDING.value,
         requested_at=requested_at,
-        policy_json=None if planned.policy is None else dumps(policy.to_dict(planned.policy)),
+        policy_json=None if planned.policy is None else dumps(evaluator.to_dict(planned.policy)),
         expires_at=planned.expires_at(requested_at, body.spec.expires_at),
     )
 

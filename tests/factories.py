@@ -6,7 +6,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.crypto import hash_api_key
+from gateway.security.crypto import hash_api_key
 from gateway.store import projects as project_store
 from gateway.store import requests as request_store
 from tests.helpers import eventually, outbox_idle

@@ -11,9 +11,9 @@ from typing import Any
 
 import httpx
 
-from gateway.logs import ACCESS_LOGGER
+from gateway.outbox.webhooks import add_endpoint
+from gateway.runtime.logs import ACCESS_LOGGER
 from gateway.store import projects as project_store
-from gateway.webhooks import add_endpoint
 from tests.services.inprocess import RunningGateway
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.answers import Answered, Refusal, Refused, answer, describe
-from gateway.callback_ids import Verb
-from gateway.responders import Responder
+from gateway.doors.answers import Answered, Refusal, Refused, answer, describe
+from gateway.seam.callbacks import Verb
+from gateway.seam.people import Responder
 from gateway.vocabulary import AnsweredIn
 from tests.factories import RequestFactory
 from tests.helpers import events

@@ -12,9 +12,9 @@ import pytest
 
 from channels.registry import REGISTRY
 from gateway.errors import DeliveryError
-from gateway.routing import Target
-from gateway.seam import Channel
-from gateway.views import RequestView, Sent
+from gateway.policies.routing import Target
+from gateway.seam.channel import Channel
+from gateway.seam.views import RequestView, Sent
 from tests.factories import RequestFactory
 from tests.helpers import events, eventually, outbox_idle
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings

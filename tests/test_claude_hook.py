@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from gateway.claude_hook import HookInput, call_id_for
-from gateway.models import is_call_id
+from gateway.cli.claude_hook import HookInput, call_id_for
+from gateway.wire.models import is_call_id
 from tests.helpers import eventually
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings
 from tests.services.net import free_port
@@ -355,5 +355,5 @@ def test_the_hook_starts_without_the_servers_imports() -> None:
     )
     imported = started.stderr.decode()
     assert started.returncode == 2  # unreadable input: no event to answer
-    assert "gateway.claude_hook" in imported
+    assert "gateway.cli.claude_hook" in imported
     assert "gateway.app" not in imported and "channels" not in imported

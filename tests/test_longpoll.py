@@ -10,14 +10,15 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from gateway import decisions, intake
+from gateway import intake
+from gateway.answers import decisions
+from gateway.answers.verbs import Decision
 from gateway.app import build_core
 from gateway.lifecycle import Event
 from gateway.store import Database
 from gateway.store import requests as request_store
 from gateway.store.engine import LISTENER_NAME
 from gateway.store.rows import Request
-from gateway.verbs import Decision
 from tests.factories import RequestFactory
 from tests.helpers import eventually
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings

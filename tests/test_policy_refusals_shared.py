@@ -24,12 +24,12 @@ from channels.discord import interactions as discord_interactions
 from channels.discord import render as discord_render
 from channels.slack import listeners as slack_listeners
 from channels.slack import render as slack_render
-from gateway import answers
-from gateway.answers import Refusal, Refused, answerable, describe
+from gateway.doors import answers
+from gateway.doors.answers import Refusal, Refused, answerable, describe
 from gateway.lifecycle import Status
-from gateway.responders import Responder
+from gateway.seam.people import Responder
+from gateway.seam.views import RequestView
 from gateway.store import requests as request_store
-from gateway.views import RequestView
 from gateway.vocabulary import AnsweredIn
 from tests.channels.discord.test_discord import gateway_with_bot, posted_message
 from tests.channels.slack.test_slack import click, send, slack_channel

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from standardwebhooks.webhooks import Webhook
 
+from gateway.cli.webhook_ping import send_test_event
 from gateway.errors import InvalidInput
+from gateway.outbox.webhooks import add_endpoint
 from gateway.store import projects as project_store
-from gateway.webhook_test import send_test_event
-from gateway.webhooks import add_endpoint
 from tests.helpers import add_webhook, events, eventually, jobs, outbox_idle
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings
 from tests.services.receiver import WebhookReceiver

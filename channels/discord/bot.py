@@ -16,8 +16,8 @@ from discord.gateway import DiscordWebSocket, ReconnectWebSocket
 from channels.discord.interactions import Interactions
 from channels.discord.sessions import SessionLog, point_of
 from channels.discord.settings import DiscordSettings
-from gateway.resume_points import ResumePoint
-from gateway.supervisor import Link, explain
+from gateway.doors.resume_points import ResumePoint
+from gateway.runtime.supervisor import Link, explain
 
 log = logging.getLogger(__name__)
 

@@ -24,9 +24,9 @@ from channels.discord.sessions import SessionLog
 from channels.discord.settings import DiscordSettings
 from gateway.errors import ChannelDown, ChannelNotConfigured, DeliveryError
 from gateway.lifecycle import Kind
-from gateway.routing import Target
-from gateway.supervisor import Link, Supervisor, require_up, supervise
-from gateway.views import RequestView, Sent
+from gateway.policies.routing import Target
+from gateway.runtime.supervisor import Link, Supervisor, require_up, supervise
+from gateway.seam.views import RequestView, Sent
 from gateway.vocabulary import ChannelName
 
 if TYPE_CHECKING:

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 import discord
 
 from channels.discord.render import as_it_stands, escape
-from gateway.answers import Answered, Refused, answer, answerable, option_form
-from gateway.callback_ids import CallbackId, Verb, decode, encode
-from gateway.responders import Responder
+from gateway.doors.answers import Answered, Refused, answer, answerable, option_form
+from gateway.seam.callbacks import CallbackId, Verb, decode, encode
+from gateway.seam.people import Responder
 from gateway.vocabulary import AnsweredIn
 
 if TYPE_CHECKING:  # the composition root hands the core over

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 
 import discord
 
-from gateway import resume_points
-from gateway.resume_points import ResumePoint
-from gateway.supervisor import explain
+from gateway.doors import resume_points
+from gateway.doors.resume_points import ResumePoint
+from gateway.runtime.supervisor import explain
 
 if TYPE_CHECKING:  # the composition root hands the core over
     from gateway.core import Core

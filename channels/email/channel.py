@@ -18,13 +18,13 @@ from channels.email import compose, imap, smtp
 from channels.email.imap import Watcher
 from channels.email.inbound import Inbox
 from channels.email.settings import EmailSettings
-from gateway.answers import describe, reminder_text
 from gateway.api.statuses import responses
+from gateway.doors.answers import describe, reminder_text
 from gateway.errors import ChannelNotConfigured, DeliveryError, InvalidInput, NotFound, Unauthorized
 from gateway.lifecycle import Status
-from gateway.routing import Target
-from gateway.supervisor import Supervisor, supervise
-from gateway.views import RequestView, Sent
+from gateway.policies.routing import Target
+from gateway.runtime.supervisor import Supervisor, supervise
+from gateway.seam.views import RequestView, Sent
 from gateway.vocabulary import AnsweredIn, ChannelName
 
 if TYPE_CHECKING:

@@ -23,10 +23,10 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from channels.email import tokens
 from channels.email.settings import EmailSettings
-from gateway.answers import origin_line
+from gateway.doors.answers import origin_line
 from gateway.lifecycle import Kind
-from gateway.routing import Target
-from gateway.views import RequestView
+from gateway.policies.routing import Target
+from gateway.seam.views import RequestView
 
 log = logging.getLogger(__name__)
 

@@ -21,8 +21,8 @@ import aioimaplib
 
 from channels.email.settings import EmailSettings
 from channels.email.smtp import tls_context
-from gateway import mail_log
-from gateway.supervisor import Link
+from gateway.doors import mail_log
+from gateway.runtime.supervisor import Link
 
 if TYPE_CHECKING:
     from gateway.core import Core

@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 from channels.email import compose, reading, tokens
 from channels.email.settings import EmailSettings
-from gateway import mail_log, reader
-from gateway.answers import Refusal, Refused, answer, describe, options
-from gateway.callback_ids import Verb
-from gateway.decisions import allowed_responders
+from gateway.answers.decisions import allowed_responders
+from gateway.doors import mail_log, reader
+from gateway.doors.answers import Refusal, Refused, answer, describe, options
 from gateway.lifecycle import Status
-from gateway.responders import Responder, already_decided
+from gateway.seam.callbacks import Verb
+from gateway.seam.people import Responder, already_decided
+from gateway.seam.views import RequestView
 from gateway.store.values import as_utc
-from gateway.views import RequestView
 from gateway.vocabulary import AnsweredIn, ChannelName
 
 if TYPE_CHECKING:

@@ -29,9 +29,9 @@ from channels.slack.settings import SlackSettings
 from gateway.core import Core
 from gateway.errors import ChannelNotConfigured, DeliveryError
 from gateway.lifecycle import Status
-from gateway.routing import Target
-from gateway.supervisor import Link, Supervisor, require_up, supervise
-from gateway.views import RequestView, Sent
+from gateway.policies.routing import Target
+from gateway.runtime.supervisor import Link, Supervisor, require_up, supervise
+from gateway.seam.views import RequestView, Sent
 from gateway.vocabulary import ChannelName
 
 log = logging.getLogger(__name__)

@@ -19,10 +19,10 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from channels.slack.render import escape
-from gateway.answers import Answered, Refused, answer, answerable, option_form
-from gateway.callback_ids import BUTTON_PATTERN, CallbackId, Verb, decode
-from gateway.reader import find_by_slack_message
-from gateway.responders import Responder
+from gateway.doors.answers import Answered, Refused, answer, answerable, option_form
+from gateway.doors.reader import find_by_slack_message
+from gateway.seam.callbacks import BUTTON_PATTERN, CallbackId, Verb, decode
+from gateway.seam.people import Responder
 from gateway.vocabulary import AnsweredIn
 
 if TYPE_CHECKING:  # the composition root hands the core over

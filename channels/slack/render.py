@@ -12,11 +12,11 @@ import re
 from datetime import datetime
 from typing import Any
 
-from gateway.answers import describe, origin_line, reminder_text
-from gateway.callback_ids import Verb, encode
+from gateway.doors.answers import describe, origin_line, reminder_text
 from gateway.lifecycle import Kind, Status
-from gateway.responders import Responder, plain_who
-from gateway.views import RequestView
+from gateway.seam.callbacks import Verb, encode
+from gateway.seam.people import Responder, plain_who
+from gateway.seam.views import RequestView
 from gateway.vocabulary import AnsweredIn
 
 TEXT_LIMIT = 3000  # Block Kit text object limit

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from channels.web.auth import Viewer
-from gateway.answers import Refusal, Refused, answer, describe
-from gateway.callback_ids import Verb
 from gateway.core import Core
+from gateway.doors.answers import Refusal, Refused, answer, describe
 from gateway.lifecycle import Status
-from gateway.responders import Responder
+from gateway.seam.callbacks import Verb
+from gateway.seam.people import Responder
 from gateway.vocabulary import AnsweredIn
 
 # What each button of the request page means; a function call is never rejected without a

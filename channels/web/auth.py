@@ -21,9 +21,10 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from fastapi import Request
 from fastapi.responses import Response
 
-from gateway import console, signed
 from gateway.core import Core
-from gateway.routing import Person
+from gateway.doors import console
+from gateway.policies.routing import Person
+from gateway.security import signed
 from gateway.vocabulary import AnsweredIn
 
 COOKIE = "gw_session"

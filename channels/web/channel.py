@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from gateway.routing import Target
-from gateway.views import RequestView, Sent
+from gateway.policies.routing import Target
+from gateway.seam.views import RequestView, Sent
 from gateway.vocabulary import ChannelName
 
 if TYPE_CHECKING:

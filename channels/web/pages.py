@@ -35,12 +35,13 @@ from channels.web.auth import (
     take_flash,
     viewer_of,
 )
-from gateway import console, signed
 from gateway.core import Core
+from gateway.doors import console
 from gateway.lifecycle import Status
+from gateway.runtime.waiters import ANY
+from gateway.security import signed
 from gateway.store.rows import Request as RequestRow
 from gateway.vocabulary import ChannelName
-from gateway.waiters import ANY
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(load_viewer)])
 KEEPALIVE_SECONDS = 15.0

@@ -8,14 +8,14 @@ import json
 from datetime import datetime, timedelta
 from typing import Any
 
-from gateway import policy
-from gateway.answers import progress_line
+from gateway.doors.answers import progress_line
+from gateway.policies import evaluator
+from gateway.policies.timers import Timer, spoken
+from gateway.seam.views import Progress
 from gateway.store.rows import OutboxJob, Request
 from gateway.store.values import as_utc, utcnow
-from gateway.timers import Timer, spoken
-from gateway.views import Progress
 
-_MODES = {policy.Mode.ANY_OF: "Any of", policy.Mode.ALL_OF: "All of"}
+_MODES = {evaluator.Mode.ANY_OF: "Any of", evaluator.Mode.ALL_OF: "All of"}
 _ADDRESS_KEYS = ("address", "channel", "channel_id", "user_id")  # email, Slack, Discord
 
 
@@ -28,7 +28,7 @@ def shown(row: Request, progress: Progress | None) -> dict[str, Any] | None:
     for a request the first answer decides."""
     if row.policy_json is None or progress is None or progress.tree is None:
         return None
-    tree = policy.from_dict(json.loads(row.policy_json))
+    tree = evaluator.from_dict(json.loads(row.policy_json))
     route = json.loads(row.route_json)
     return {
         "line": progress_line(progress),
@@ -37,7 +37,7 @@ def shown(row: Request, progress: Progress | None) -> dict[str, Any] | None:
 
 
 def _node(
-    node: policy.Node,
+    node: evaluator.Node,
     progress: dict[str, Any],
     route: list[dict[str, Any]],
     requested_at: datetime,
@@ -46,7 +46,7 @@ def _node(
     """One node: `progress` is its part of the progress tree (`gateway.votes.progress`),
     built from the same policy, so the two have the same shape."""
     start = offset + node.delay
-    approvals, needed = policy.summary(_as_progress(progress))
+    approvals, needed = evaluator.summary(_as_progress(progress))
     begins = requested_at + timedelta(seconds=offset + _first_leaf(node))
     shown: dict[str, Any] = {
         "approvals": approvals,
@@ -58,7 +58,7 @@ def _node(
         "delay": spoken(node.delay) if node.delay else None,
         "begins_at": None if progress["active"] else iso(begins),
     }
-    if isinstance(node, policy.Leaf):
+    if isinstance(node, evaluator.Leaf):
         target = route[node.target]
         return shown | {
             "mode": None,
@@ -74,18 +74,18 @@ def _node(
     return shown | {"mode": _MODES[node.mode], "children": children}
 
 
-def _first_leaf(node: policy.Node) -> float:
+def _first_leaf(node: evaluator.Node) -> float:
     """Seconds from its parent's start until the node's first leaf becomes active."""
-    if isinstance(node, policy.Leaf):
+    if isinstance(node, evaluator.Leaf):
         return node.delay
     return node.delay + min(_first_leaf(child) for child in node.children)
 
 
-def _as_progress(node: dict[str, Any]) -> policy.Progress:
-    """A stored progress node back as the evaluator's, for `policy.summary`."""
+def _as_progress(node: dict[str, Any]) -> evaluator.Progress:
+    """A stored progress node back as the evaluator's, for `evaluator.summary`."""
     children = tuple(_as_progress(child) for child in node.get("children", []))
-    mode = policy.Mode(node["mode"]) if "mode" in node else None
-    return policy.Progress(
+    mode = evaluator.Mode(node["mode"]) if "mode" in node else None
+    return evaluator.Progress(
         node["required"],
         node["approved"],
         node["active"],

@@ -12,13 +12,13 @@ import jinja2
 from fastapi.responses import HTMLResponse
 
 from channels.web import policies
-from gateway.answers import origin_line
-from gateway.channel_status import channel_state
+from gateway.doors.answers import origin_line
 from gateway.lifecycle import Kind, Status
-from gateway.seam import Channel
+from gateway.runtime.channel_states import channel_state
+from gateway.seam.channel import Channel
+from gateway.seam.views import Progress
 from gateway.store.rows import Delivery, OutboxJob, Request, RequestEvent, WebhookEndpoint
 from gateway.store.values import as_utc, utcnow
-from gateway.views import Progress
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "web"
 STATIC = {"console.css": "text/css", "live.js": "text/javascript"}

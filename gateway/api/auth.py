@@ -8,8 +8,8 @@ from fastapi import Depends, Request, Security
 from fastapi.security import HTTPBearer
 
 from gateway.core import Caller, Core
-from gateway.crypto import hash_api_key
 from gateway.errors import Unauthorized
+from gateway.security.crypto import hash_api_key
 from gateway.store import projects as project_store
 
 

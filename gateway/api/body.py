@@ -13,7 +13,7 @@ from fastapi import HTTPException, Request, Response
 from fastapi.routing import APIRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from gateway.models import MAX_JSON_DEPTH, describe_path, json_shape_problem
+from gateway.wire.models import MAX_JSON_DEPTH, describe_path, json_shape_problem
 
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 

@@ -8,7 +8,7 @@ from fastapi import APIRouter
 
 from gateway.api.auth import CallerDep, CoreDep
 from gateway.api.statuses import AUTHENTICATED
-from gateway.channel_status import channel_states
+from gateway.runtime.channel_states import channel_states
 
 router = APIRouter()
 

@@ -10,12 +10,12 @@ from fastapi import APIRouter, Query
 from gateway.api.auth import CallerDep, CoreDep
 from gateway.api.statuses import LIST, responses
 from gateway.errors import NotFound
-from gateway.models import is_call_id
 from gateway.store import as_utc
 from gateway.store import outbox as outbox_store
 from gateway.store import requests as request_store
 from gateway.vocabulary import JobStatus
-from gateway.wire import iso
+from gateway.wire.models import is_call_id
+from gateway.wire.output import iso
 
 router = APIRouter()
 # The query parameter keeps its inline enum in the OpenAPI document (a StrEnum would become

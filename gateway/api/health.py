@@ -21,9 +21,9 @@ from pydantic import BaseModel
 from sqlalchemy.exc import SQLAlchemyError
 
 from gateway.api.auth import CoreDep
-from gateway.channel_status import channel_states
 from gateway.core import Core
 from gateway.errors import Unauthorized
+from gateway.runtime.channel_states import channel_states
 from gateway.store import migrate, utcnow
 from gateway.store.engine import ping
 from gateway.store.metrics import Snapshot, snapshot
@@ -131,7 +131,7 @@ async def prometheus(request: Request, core: CoreDep) -> Response:
         given = request.headers.get("authorization", "")
         if not hmac.compare_digest(given.encode(), expected.encode()):
             raise Unauthorized("GET /metrics needs 'Authorization: Bearer <GATEWAY_METRICS_TOKEN>'")
-    from gateway import metrics  # prometheus_client costs every CLI command 40 ms otherwise
+    from gateway.runtime import metrics  # prometheus_client costs every CLI command 40 ms otherwise
 
     started = time.perf_counter()
     snap: Snapshot | None

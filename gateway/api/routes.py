@@ -6,12 +6,13 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query
 
-from gateway import __version__, decisions, intake
+from gateway import __version__, intake
+from gateway.answers import decisions
 from gateway.api.auth import CallerDep
 from gateway.api.body import StrictJSONRoute
 from gateway.api.statuses import AUTHENTICATED, CREATE, DECIDE, HEALTH, LIST, READ_ONE
 from gateway.lifecycle import Kind, Status
-from gateway.models import (
+from gateway.wire.models import (
     Escalation,
     FunctionCallIn,
     FunctionCallStatusIn,

@@ -27,7 +27,7 @@ from gateway.core import Caller
 from gateway.errors import GatewayError
 from gateway.lifecycle import Kind
 from gateway.mcp import results
-from gateway.models import FunctionCallIn, HumanContactIn, is_call_id, spoofing_character
+from gateway.wire.models import FunctionCallIn, HumanContactIn, is_call_id, spoofing_character
 
 CALLER = "gateway.caller"  # where the door puts the authenticated Caller in the ASGI scope
 RUN_ID = "mcp-agent"  # the run_id of a request whose client did not name itself

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from gateway.api.routes import MAX_OFFSET
-from gateway.models import MAX_JSON_DEPTH, MAX_JSON_ITEMS, MAX_OBJECT_KEYS
+from gateway.wire.models import MAX_JSON_DEPTH, MAX_JSON_ITEMS, MAX_OBJECT_KEYS
 from tests.api.helpers import FC, HC, JSON, PENDING, RESPOND, assert_not_stored, detail_text
 from tests.factories import RequestFactory, request_body
 from tests.helpers import events

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway.logs import ACCESS_LOGGER, REQUEST_ID, JsonFormatter, RedactTokens
+from gateway.runtime.logs import ACCESS_LOGGER, REQUEST_ID, JsonFormatter, RedactTokens
 from tests.helpers import access_record, eventually
 from tests.services.net import free_port
 

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from gateway.metrics import outbox_families, owns, singleton_family
+from gateway.runtime.metrics import outbox_families, owns, singleton_family
 from gateway.store.metrics import Snapshot
 from tests.factories import RequestFactory
 from tests.helpers import add_webhook, eventually, outbox_idle

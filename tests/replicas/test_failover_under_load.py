@@ -37,8 +37,8 @@ import httpx
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from gateway.crypto import new_webhook_secret
-from gateway.dispatch import LEASE
+from gateway.outbox.dispatch import LEASE
+from gateway.security.crypto import new_webhook_secret
 from tests.factories import request_body
 from tests.replicas.cluster import Cluster, Replica, webhook_env
 from tests.services.net import free_port

@@ -11,8 +11,8 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from gateway import dispatch
-from gateway.crypto import new_webhook_secret
+from gateway.outbox import dispatch
+from gateway.security.crypto import new_webhook_secret
 from gateway.store.tables import OutboxJob
 from gateway.store.values import as_utc
 from tests.factories import request_body

@@ -13,10 +13,15 @@ from dataclasses import dataclass, field
 import pytest
 from sqlalchemy.engine import make_url
 
-from gateway.channel_status import describe
-from gateway.ownership import ANSWER_WITHIN_SECONDS, IDLE_SESSION_SECONDS, Ownership, lock_key
-from gateway.retry import RetryPolicy
-from gateway.supervisor import Link, Session, State, Supervisor
+from gateway.runtime.channel_states import describe
+from gateway.runtime.ownership import (
+    ANSWER_WITHIN_SECONDS,
+    IDLE_SESSION_SECONDS,
+    Ownership,
+    lock_key,
+)
+from gateway.runtime.retry import RetryPolicy
+from gateway.runtime.supervisor import Link, Session, State, Supervisor
 from tests.helpers import eventually
 from tests.replicas.partition import Partition
 

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway.crypto import new_webhook_secret
+from gateway.security.crypto import new_webhook_secret
 from tests.factories import request_body
 from tests.helpers import eventually, follow_console_events
 from tests.replicas.cluster import Cluster, Replica, webhook_env

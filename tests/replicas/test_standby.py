@@ -7,10 +7,10 @@ import asyncio
 
 import pytest
 
-from gateway.channel_status import ChannelState, describe
 from gateway.errors import ChannelDown
-from gateway.retry import RetryPolicy
-from gateway.supervisor import Link, State, Supervisor, require_up
+from gateway.runtime.channel_states import ChannelState, describe
+from gateway.runtime.retry import RetryPolicy
+from gateway.runtime.supervisor import Link, State, Supervisor, require_up
 
 FAST = RetryPolicy(base=0.01, cap=0.02, jitter=0)
 

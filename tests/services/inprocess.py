@@ -15,10 +15,10 @@ import httpx
 import uvicorn
 from uvicorn.logging import AccessFormatter
 
-from gateway import bootstrap
 from gateway.app import Server, build_core, create_app
+from gateway.cli import bootstrap
 from gateway.core import Core
-from gateway.logs import ACCESS_LOGGER, install_access_log_filter
+from gateway.runtime.logs import ACCESS_LOGGER, install_access_log_filter
 from gateway.settings import Settings
 from tests.services.net import free_port
 

@@ -10,12 +10,12 @@ from typing import Any, cast
 
 import pytest
 
+from gateway.answers.decisions import decide, next_status
+from gateway.answers.verbs import Decision
 from gateway.core import Core
-from gateway.decisions import decide, next_status
 from gateway.errors import Conflict, InvalidInput
 from gateway.lifecycle import Event, Kind, Status
 from gateway.store.rows import Request
-from gateway.verbs import Decision
 
 DECIDED_AT = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 LEGAL = {

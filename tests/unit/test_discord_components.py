@@ -8,7 +8,7 @@ import pytest
 
 from channels.discord.interactions import reason_modal
 from channels.discord.render import approval, button_view
-from gateway.callback_ids import BUTTON_PATTERN, CallbackId, Verb, decode, encode
+from gateway.seam.callbacks import BUTTON_PATTERN, CallbackId, Verb, decode, encode
 from tests.unit.views import request_view
 
 RID = "aB3_-xYz0123456789abcd"  # the shape crypto.new_rid() makes: URL-safe base64

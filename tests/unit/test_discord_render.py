@@ -15,7 +15,7 @@ from channels.discord.render import (
     decided,
     question,
 )
-from gateway.views import RequestView
+from gateway.seam.views import RequestView
 from tests.unit.views import REQUESTED, request_view
 
 

@@ -16,7 +16,7 @@ from channels.email.tokens import (
     rid_from_address,
     rid_from_headers,
 )
-from gateway.crypto import new_rid
+from gateway.security.crypto import new_rid
 
 BASE = "approvals@example.com"
 KEY = b"test-email-key"

@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from gateway.api.body import JSONTooLarge, strict_loads
-from gateway.models import (
+from gateway.wire.models import (
     MAX_JSON_DEPTH,
     MAX_JSON_ITEMS,
     MAX_OBJECT_KEYS,

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from gateway import signed
-from gateway.crypto import SecretBox, new_webhook_secret
+from gateway.security import signed
+from gateway.security.crypto import SecretBox, new_webhook_secret
 from gateway.settings import Settings
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-COMPOSITION_ROOT = {"gateway/app.py", "gateway/cli.py"}
+COMPOSITION_ROOT = {"gateway/app.py", "gateway/cli/main.py"}
 PLATFORM_SDKS = ("slack_bolt", "slack_sdk", "discord", "aiosmtplib", "aioimaplib")
 # Plain values the store defines (read-only rows, timestamp helpers) may be imported anywhere.
 STORE_VALUES = ("gateway.store.rows", "gateway.store.values")

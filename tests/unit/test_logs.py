@@ -7,7 +7,12 @@ import logging.config
 
 import pytest
 
-from gateway.logs import ACCESS_LOGGER, RedactTokens, install_access_log_filter, redact_target
+from gateway.runtime.logs import (
+    ACCESS_LOGGER,
+    RedactTokens,
+    install_access_log_filter,
+    redact_target,
+)
 from tests.helpers import access_record
 
 TOKEN = "eyJyIjoiYWJjIn0.c2lnbmF0dXJl"

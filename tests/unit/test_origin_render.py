@@ -17,12 +17,12 @@ from channels.email import compose
 from channels.email.settings import EmailSettings
 from channels.slack import render as slack_render
 from channels.web import render as web_render
-from gateway.answers import origin_line
+from gateway.doors.answers import origin_line
 from gateway.lifecycle import Kind, Status
-from gateway.models import Origin
-from gateway.routing import Target
+from gateway.policies.routing import Target
+from gateway.seam.views import RequestView
 from gateway.store.rows import Request
-from gateway.views import RequestView
+from gateway.wire.models import Origin
 from tests.unit.views import REQUESTED, request_view
 
 HOSTILE = "<!here> @everyone **bold** [Approve](https://evil.example) <script>alert(1)</script>"

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gateway.policy import (
+from gateway.policies.evaluator import (
     Group,
     Leaf,
     Mode,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.replies import QUOTE_LIMIT, Reading, first_line, new_text, read_reply, tokens
+from gateway.seam.replies import QUOTE_LIMIT, Reading, first_line, new_text, read_reply, tokens
 
 QUOTED_REQUEST = "> Agent agent-7 wants to call drop_table\n> Reply APPROVE, or REJECT\n"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from channels.email.reading import read_intent, reply_text
-from gateway.replies import read_reply
+from gateway.seam.replies import read_reply
 
 CORPUS = tomllib.loads(
     (Path(__file__).parent.parent / "data" / "replies" / "corpus.toml").read_text("utf-8")

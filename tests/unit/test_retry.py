@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.retry import RetryPolicy
+from gateway.runtime.retry import RetryPolicy
 from gateway.settings import DEFAULT_WEBHOOK_SCHEDULE
 
 # Svix: immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h.

@@ -9,15 +9,15 @@ import pytest
 
 from gateway.errors import InvalidInput
 from gateway.lifecycle import Kind
-from gateway.models import (
+from gateway.policies.plans import plan
+from gateway.policies.routing import RoutingConfig, Target, load_config
+from gateway.wire.models import (
     ContactChannel,
     DiscordChannel,
     EmailChannel,
     EmailRecipient,
     SlackChannel,
 )
-from gateway.plans import plan
-from gateway.routing import RoutingConfig, Target, load_config
 
 CONFIG = """
 [people.alice]

@@ -20,19 +20,20 @@ import uvicorn
 from sqlalchemy.engine import Connection
 
 from channels.web.auth import create_sign_in_link
-from gateway import bootstrap, intake
+from gateway import intake
 from gateway.api.auth import find_caller
 from gateway.app import Server, build_core, create_app
+from gateway.cli import bootstrap
 from gateway.core import Caller, Core
-from gateway.dispatch import Dispatcher, Record
 from gateway.lifecycle import Kind
-from gateway.models import FunctionCallIn
+from gateway.outbox.dispatch import Dispatcher, Record
+from gateway.runtime.supervisor import shutdown_step
 from gateway.store import Database, migrate
 from gateway.store import outbox as outbox_store
 from gateway.store import projects as project_store
 from gateway.store.rows import OutboxJob
-from gateway.supervisor import shutdown_step
 from gateway.vocabulary import JobKind, JobStatus
+from gateway.wire.models import FunctionCallIn
 from tests.factories import request_body
 from tests.helpers import eventually, follow_console_events
 from tests.services.inprocess import RunningGateway, test_settings

@@ -12,7 +12,8 @@ from datetime import UTC, datetime
 import pytest
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
-from gateway.crypto import (
+from gateway.outbox.webhooks import USER_AGENT, new_message_id, signed_headers
+from gateway.security.crypto import (
     SecretBox,
     hash_api_key,
     new_api_key,
@@ -20,7 +21,6 @@ from gateway.crypto import (
     new_webhook_secret,
     sign_webhook,
 )
-from gateway.webhooks import USER_AGENT, new_message_id, signed_headers
 
 BODY = json.dumps(
     {"type": "function_call.completed", "event": {"call_id": "c-1"}, "is_test": False}

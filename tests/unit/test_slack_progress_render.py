@@ -10,7 +10,7 @@ from channels.slack.render import (
     progress_message,
     reminder_line,
 )
-from gateway.views import Progress
+from gateway.seam.views import Progress
 from tests.unit.views import request_view
 
 ALICE = {"channel": "slack", "user_id": "U0ALICE", "name": "Alice"}

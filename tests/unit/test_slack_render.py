@@ -14,7 +14,7 @@ from channels.slack.render import (
     decided_message,
     escape,
 )
-from gateway.views import RequestView
+from gateway.seam.views import RequestView
 from tests.unit.views import REQUESTED, request_view
 
 INJECTIONS = [

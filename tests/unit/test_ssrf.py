@@ -8,9 +8,9 @@ import ipaddress
 import httpx
 import pytest
 
-from gateway import webhooks
 from gateway.errors import DeliveryError
-from gateway.ssrf import check_scheme, is_public, pin_public
+from gateway.outbox import webhooks
+from gateway.security.ssrf import check_scheme, is_public, pin_public
 
 NOT_PUBLIC = [
     "127.0.0.1",

@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from gateway.api.body import strict_loads
-from gateway.models import (
+from gateway.wire.models import (
     DiscordChannel,
     EmailChannel,
     FunctionCallIn,

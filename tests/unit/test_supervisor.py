@@ -9,8 +9,8 @@ from contextlib import asynccontextmanager
 import pytest
 
 from gateway.errors import DeliveryError
-from gateway.retry import RetryPolicy
-from gateway.supervisor import Link, Session, State, Supervisor
+from gateway.runtime.retry import RetryPolicy
+from gateway.runtime.supervisor import Link, Session, State, Supervisor
 
 FAST = RetryPolicy(base=0.01, cap=0.02, jitter=0)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from gateway.views import RequestView
+from gateway.seam.views import RequestView
 
 REQUESTED = datetime(2026, 11, 22, 3, 0, tzinfo=UTC)
 

@@ -17,10 +17,10 @@ from channels.discord import interactions
 from channels.discord.channel import DiscordChannel
 from channels.discord.settings import DiscordSettings
 from gateway.errors import DeliveryError
-from gateway.retry import RetryPolicy
-from gateway.routing import Target
+from gateway.policies.routing import Target
+from gateway.runtime.retry import RetryPolicy
+from gateway.runtime.supervisor import Link, State, Supervisor
 from gateway.settings import Settings
-from gateway.supervisor import Link, State, Supervisor
 from tests.factories import RequestFactory
 from tests.fakes.discord import FakeDiscord
 from tests.helpers import events, eventually, outbox_idle

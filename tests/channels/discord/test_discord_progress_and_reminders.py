@@ -15,9 +15,9 @@ from channels.discord.channel import DiscordChannel
 from channels.discord.render import CONTENT_LIMIT, MAX_MENTIONED_USERS, reminder
 from channels.discord.settings import DiscordSettings
 from gateway.errors import DeliveryError
-from gateway.routing import Target
-from gateway.seam import Remindable
-from gateway.views import Progress, RequestView, Sent
+from gateway.policies.routing import Target
+from gateway.seam.channel import Remindable
+from gateway.seam.views import Progress, RequestView, Sent
 from tests.fakes.discord import Call, FakeDiscord
 from tests.unit.views import request_view
 

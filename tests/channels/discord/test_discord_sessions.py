@@ -8,8 +8,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from channels.discord.sessions import NAME, SessionLog
-from gateway import resume_points
-from gateway.resume_points import ResumePoint
+from gateway.doors import resume_points
+from gateway.doors.resume_points import ResumePoint
 from tests.services.inprocess import running_gateway, test_settings
 
 RESUME_URL = "wss://resume.example"

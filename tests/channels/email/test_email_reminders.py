@@ -12,11 +12,11 @@ import httpx
 
 from channels.email import tokens
 from channels.email.channel import KEY_PURPOSE, EmailChannel
-from gateway import reader
-from gateway.answers import reminder_text
-from gateway.routing import Target
+from gateway.doors import reader
+from gateway.doors.answers import reminder_text
+from gateway.policies.routing import Target
+from gateway.seam.views import Progress, RequestView
 from gateway.store import requests as request_store
-from gateway.views import Progress, RequestView
 from tests.channels.email.helpers import (
     ALICE,
     BOB,

@@ -17,7 +17,7 @@ from slack_sdk.signature import SignatureVerifier
 from channels.slack.channel import SlackChannel
 from channels.slack.pacing import Pacer
 from channels.slack.settings import SlackSettings
-from gateway.callback_ids import Verb, decode, encode
+from gateway.seam.callbacks import Verb, decode, encode
 from tests.factories import RequestFactory
 from tests.fakes.slack import FakeSlack
 from tests.helpers import eventually, outbox_idle

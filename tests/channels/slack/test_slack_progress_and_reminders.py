@@ -11,10 +11,10 @@ import pytest
 
 from channels.slack.channel import SlackChannel
 from gateway.errors import ChannelDown, DeliveryError
-from gateway.retry import RetryPolicy
-from gateway.routing import Target
-from gateway.supervisor import Link, Supervisor
-from gateway.views import Progress, RequestView
+from gateway.policies.routing import Target
+from gateway.runtime.retry import RetryPolicy
+from gateway.runtime.supervisor import Link, Supervisor
+from gateway.seam.views import Progress, RequestView
 from tests.channels.slack.test_slack import slack_channel
 from tests.fakes.slack import FakeSlack
 from tests.unit.views import REQUESTED, request_view

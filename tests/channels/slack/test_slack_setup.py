@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from channels.registry import REGISTRY
-from gateway.checks import run_checks
-from gateway.cli import main
+from gateway.cli.checks import run_checks
+from gateway.cli.main import main
 from gateway.store import Database, migrate
 from tests.fakes.slack import FakeSlack
 from tests.services.inprocess import test_settings

@@ -36,12 +36,12 @@ from channels.web.auth import (
     csrf_token,
     hash_password,
 )
-from gateway import signed
+from gateway.outbox.webhooks import add_endpoint
+from gateway.security import signed
 from gateway.store import console as console_store
 from gateway.store import outbox as outbox_store
 from gateway.store import projects as project_store
 from gateway.store.rows import OutboxJob
-from gateway.webhooks import add_endpoint
 from tests.factories import RequestFactory
 from tests.helpers import eventually
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings, write_config

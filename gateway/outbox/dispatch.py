@@ -17,20 +17,21 @@ from datetime import timedelta
 import httpx
 from sqlalchemy.engine import Connection
 
-from gateway import timer_jobs, webhooks
 from gateway.core import Core
 from gateway.errors import ChannelDown, DeliveryError
 from gateway.intake import queue_delivery
 from gateway.lifecycle import Status
-from gateway.retry import RetryPolicy
-from gateway.routing import Target
-from gateway.seam import Remindable
+from gateway.outbox import webhooks
+from gateway.policies import timer_jobs
+from gateway.policies.routing import Target
+from gateway.runtime.retry import RetryPolicy
+from gateway.runtime.supervisor import connected
+from gateway.seam.channel import Remindable
 from gateway.store import as_utc, utcnow
 from gateway.store import outbox as outbox_store
 from gateway.store import projects as project_store
 from gateway.store import requests as request_store
 from gateway.store.rows import Delivery, OutboxJob, Request
-from gateway.supervisor import connected
 from gateway.vocabulary import AuditEvent, DeliveryStatus, JobKind
 
 log = logging.getLogger(__name__)

@@ -16,9 +16,8 @@ from datetime import datetime, timedelta
 from typing import TypeVar
 
 from gateway.lifecycle import Kind
-from gateway.models import ContactChannel, DelayedChannel
-from gateway.policy import Group, Leaf, Mode, Node
-from gateway.routing import (
+from gateway.policies.evaluator import Group, Leaf, Mode, Node
+from gateway.policies.routing import (
     DelayedTarget,
     EscalationStep,
     PolicyConfig,
@@ -29,6 +28,7 @@ from gateway.routing import (
     channel_targets,
     web_target,
 )
+from gateway.wire.models import ContactChannel, DelayedChannel
 
 DEFAULT_MAX_REMINDERS = 3
 T = TypeVar("T")

@@ -15,14 +15,14 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from gateway import policy
-from gateway.routing import RoutingConfig
+from gateway.policies import evaluator
+from gateway.policies.routing import RoutingConfig
+from gateway.seam.views import Progress
 from gateway.store import as_utc, dumps, utcnow
 from gateway.store import requests as request_store
 from gateway.store import votes as vote_store
 from gateway.store.rows import Request
 from gateway.store.rows import Vote as VoteRow
-from gateway.views import Progress
 from gateway.vocabulary import AnsweredIn
 
 # The API, the CLI and the console's operator sign-in speak for an operator: their vote
@@ -76,17 +76,17 @@ def seconds_since(row: Request, moment: datetime) -> float:
 
 @dataclass(frozen=True)
 class Counted:
-    verdict: policy.Verdict | None  # None when nothing was evaluated (`reversed`)
+    verdict: evaluator.Verdict | None  # None when nothing was evaluated (`reversed`)
     votes: list[VoteRow]
     fresh: bool  # False: it adds nothing to what this person answered; nothing was stored
     reversed: bool = False  # they answered the other way before: that answer stands
 
 
-def _covered(tree: policy.Node, row: Request, theirs: list[VoteRow]) -> frozenset[int]:
+def _covered(tree: evaluator.Node, row: Request, theirs: list[VoteRow]) -> frozenset[int]:
     """The targets a person's earlier votes counted for (each while it was open)."""
     covered: set[int] = set()
     for vote in theirs:
-        opened = policy.active_targets(tree, seconds_since(row, vote.at))
+        opened = evaluator.active_targets(tree, seconds_since(row, vote.at))
         covered |= set(json.loads(vote.targets_json)) & opened
     return frozenset(covered)
 
@@ -107,9 +107,9 @@ def record(
     route = json.loads(row.route_json)
     person = person_of(config, user_info)
     targets = counted_targets(config, route, user_info, person)
-    tree = policy.from_dict(json.loads(row.policy_json or "{}"))
+    tree = evaluator.from_dict(json.loads(row.policy_json or "{}"))
     now = utcnow()
-    open_now = targets & policy.active_targets(tree, seconds_since(row, now))
+    open_now = targets & evaluator.active_targets(tree, seconds_since(row, now))
     if not open_now:
         return None
     votes = vote_store.list_for(conn, row.rid)
@@ -131,24 +131,26 @@ def record(
         vote_store.add(conn, vote)
         votes.append(vote)
     replayed = [_replayed(row, v) for v in votes]
-    return Counted(policy.evaluate(tree, replayed, now=seconds_since(row, now)), votes, fresh)
+    return Counted(evaluator.evaluate(tree, replayed, now=seconds_since(row, now)), votes, fresh)
 
 
-def _replayed(row: Request, vote: VoteRow) -> policy.Vote:
+def _replayed(row: Request, vote: VoteRow) -> evaluator.Vote:
     targets = frozenset(json.loads(vote.targets_json))
-    return policy.Vote(vote.person, vote.approve, targets, seconds_since(row, vote.at))
+    return evaluator.Vote(vote.person, vote.approve, targets, seconds_since(row, vote.at))
 
 
-def decisive_row(verdict: policy.Verdict, rows: list[VoteRow]) -> VoteRow:
+def decisive_row(verdict: evaluator.Verdict, rows: list[VoteRow]) -> VoteRow:
     """The stored vote the verdict names (the evaluator works on replayed copies)."""
     decisive = verdict.decisive
     assert decisive is not None
     return next(v for v in rows if v.person == decisive.person and v.approve == decisive.approve)
 
 
-def progress(verdict: policy.Verdict, rows: list[VoteRow], route: list[dict[str, Any]]) -> Progress:
+def progress(
+    verdict: evaluator.Verdict, rows: list[VoteRow], route: list[dict[str, Any]]
+) -> Progress:
     """Where the request stands, for every copy and the console."""
-    approvals, needed = policy.summary(verdict.progress)
+    approvals, needed = evaluator.summary(verdict.progress)
     first_info: dict[str, dict[str, Any]] = {}
     for vote in rows:
         first_info.setdefault(vote.person, json.loads(vote.user_info_json))
@@ -157,7 +159,7 @@ def progress(verdict: policy.Verdict, rows: list[VoteRow], route: list[dict[str,
 
 
 def _tree(
-    node: policy.Progress, route: list[dict[str, Any]], infos: dict[str, dict[str, Any]]
+    node: evaluator.Progress, route: list[dict[str, Any]], infos: dict[str, dict[str, Any]]
 ) -> dict[str, Any]:
     names = [str(infos[p].get("name") or p) for p in node.approved_by if p in infos]
     shown: dict[str, Any] = {

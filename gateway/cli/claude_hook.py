@@ -44,7 +44,7 @@ from typing import Any
 
 import httpx
 
-from gateway.models import Origin
+from gateway.wire.models import Origin
 
 DEFAULT_API_BASE = "http://127.0.0.1:8080/humanlayer/v1"
 # Claude Code's default hook timeout is 600 s; 30 s are left to start Python and answer.

@@ -8,10 +8,11 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from gateway import policy, votes
 from gateway.core import Core
 from gateway.lifecycle import Status
-from gateway.routing import RoutingConfig
+from gateway.policies import evaluator, votes
+from gateway.policies.routing import RoutingConfig
+from gateway.seam.views import Progress
 from gateway.store import console as console_store
 from gateway.store import projects as project_store
 from gateway.store import requests as request_store
@@ -19,7 +20,6 @@ from gateway.store import votes as vote_store
 from gateway.store.console import Filters, LiveSession, LoginUse
 from gateway.store.rows import Delivery, OutboxJob, Request, RequestEvent, WebhookEndpoint
 from gateway.store.values import utcnow
-from gateway.views import Progress
 
 __all__ = ["Filters", "LiveSession", "LoginUse"]
 
@@ -72,8 +72,8 @@ def asks(
     targets = votes.counted_targets(config, route, user_info, person)
     if row.policy_json is None:
         return bool(targets) or any(target.get("responders") is None for target in route)
-    tree = policy.from_dict(json.loads(row.policy_json))
-    return bool(targets & policy.active_targets(tree, votes.seconds_since(row, now)))
+    tree = evaluator.from_dict(json.loads(row.policy_json))
+    return bool(targets & evaluator.active_targets(tree, votes.seconds_since(row, now)))
 
 
 async def project_names(core: Core, sees: Sees) -> list[str]:
@@ -101,7 +101,7 @@ async def standing(core: Core, row: Request) -> Progress | None:
         return None
     rows = await core.db.read(vote_store.list_for, row.rid)
     replayed = [
-        policy.Vote(
+        evaluator.Vote(
             vote.person,
             vote.approve,
             frozenset(json.loads(vote.targets_json)),
@@ -109,8 +109,8 @@ async def standing(core: Core, row: Request) -> Progress | None:
         )
         for vote in rows
     ]
-    tree = policy.from_dict(json.loads(row.policy_json))
-    verdict = policy.evaluate(tree, replayed, now=votes.seconds_since(row, utcnow()))
+    tree = evaluator.from_dict(json.loads(row.policy_json))
+    verdict = evaluator.evaluate(tree, replayed, now=votes.seconds_since(row, utcnow()))
     return votes.progress(verdict, rows, json.loads(row.route_json))
 
 

@@ -10,23 +10,24 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from gateway import votes, webhooks
-from gateway.callback_ids import Verb
+from gateway.answers.verbs import Decision, Refusal, Refused, decision_for
 from gateway.core import Caller, Core
 from gateway.errors import Conflict, IllegalTransition, InvalidInput, NotAllowed
 from gateway.intake import add_targets, find, noun
 from gateway.lifecycle import Event, Kind, Status, transition
-from gateway.models import Escalation, FunctionCallStatusIn, HumanContactStatusIn
-from gateway.responders import already_decided
-from gateway.routing import SERVED_BY_GATEWAY, Target, channel_targets
+from gateway.outbox import webhooks
+from gateway.policies import votes
+from gateway.policies.routing import SERVED_BY_GATEWAY, Target, channel_targets
+from gateway.seam.callbacks import Verb
+from gateway.seam.people import already_decided
 from gateway.store import dumps, utcnow
 from gateway.store import outbox as outbox_store
 from gateway.store import requests as request_store
 from gateway.store.rows import Request, changed
 from gateway.store.rows import Vote as VoteRow
-from gateway.verbs import Decision, Refusal, Refused, decision_for
 from gateway.vocabulary import AnsweredIn, AuditEvent, ChannelName, DeliveryStatus, JobKind
-from gateway.wire import to_wire
+from gateway.wire.models import Escalation, FunctionCallStatusIn, HumanContactStatusIn
+from gateway.wire.output import to_wire
 
 UPDATE_ATTEMPTS = 8
 

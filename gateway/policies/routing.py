@@ -22,8 +22,8 @@ from pydantic import (
 
 from gateway.errors import InvalidInput
 from gateway.lifecycle import Kind
-from gateway.models import MAX_DELAY_SECONDS, ContactChannel
 from gateway.vocabulary import ChannelName
+from gateway.wire.models import MAX_DELAY_SECONDS, ContactChannel
 
 
 class Strict(BaseModel):

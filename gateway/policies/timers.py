@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from gateway.lifecycle import Kind
-from gateway.plans import Schedule
+from gateway.policies.plans import Schedule
 from gateway.store import as_utc
 from gateway.store import outbox as outbox_store
 from gateway.store.rows import Request

@@ -7,10 +7,10 @@ import os
 from dataclasses import dataclass
 
 from gateway.core import Core
-from gateway.crypto import hash_api_key, new_api_key
 from gateway.errors import InvalidInput
+from gateway.outbox.webhooks import add_endpoint
+from gateway.security.crypto import hash_api_key, new_api_key
 from gateway.store import projects as project_store
-from gateway.webhooks import add_endpoint
 
 log = logging.getLogger(__name__)
 

@@ -9,13 +9,13 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from gateway.callback_ids import Verb
 from gateway.intake import noun
 from gateway.lifecycle import Event, Kind
-from gateway.replies import Reading, read_reply
-from gateway.responders import Responder, default_rejection
+from gateway.seam.callbacks import Verb
+from gateway.seam.people import Responder, default_rejection
+from gateway.seam.replies import Reading, read_reply
+from gateway.seam.views import RequestView
 from gateway.store.rows import Request
-from gateway.views import RequestView
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from gateway.routing import Target
-from gateway.supervisor import Supervisor
-from gateway.views import RequestView, Sent
+from gateway.policies.routing import Target
+from gateway.runtime.supervisor import Supervisor
+from gateway.seam.views import RequestView, Sent
 from gateway.vocabulary import ChannelName
 
 if TYPE_CHECKING:

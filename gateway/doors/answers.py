@@ -10,22 +10,22 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from gateway.callback_ids import Verb
+from gateway.answers.decisions import allowed_responders, submit
+from gateway.answers.verbs import Refusal, Refused, decision_for, option, options
 from gateway.core import Core
-from gateway.decisions import allowed_responders, submit
 from gateway.errors import Conflict, NotAllowed
 from gateway.lifecycle import Kind, Status
-from gateway.replies import Reading
-from gateway.responders import (
+from gateway.seam.callbacks import Verb
+from gateway.seam.people import (
     Responder,
     already_decided,
     plain_when,
     plain_who,
 )
+from gateway.seam.replies import Reading
+from gateway.seam.views import Progress, RequestView
 from gateway.store import requests as request_store
 from gateway.store.rows import Request
-from gateway.verbs import Refusal, Refused, decision_for, option, options
-from gateway.views import Progress, RequestView
 from gateway.vocabulary import AnsweredIn, ChannelName
 
 __all__ = [

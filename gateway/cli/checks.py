@@ -6,14 +6,14 @@ import asyncio
 from collections.abc import Callable, Mapping
 
 from gateway.errors import DeliveryError, InvalidInput
-from gateway.routing import RoutingConfig, load_config
-from gateway.seam import Channel, Checkable
+from gateway.policies.routing import RoutingConfig, load_config
+from gateway.runtime.supervisor import health_after
+from gateway.seam.channel import Channel, Checkable
+from gateway.security.ssrf import pin_public
 from gateway.settings import Settings
-from gateway.ssrf import pin_public
 from gateway.store import Database, migrate
 from gateway.store import projects as project_store
 from gateway.store.rows import ApiKey
-from gateway.supervisor import health_after
 from gateway.vocabulary import ChannelName
 
 

@@ -20,25 +20,26 @@ from channels.web.auth import (
     hash_password,
     person_with_email,
 )
-from gateway import bootstrap, claude_hook, decisions
-from gateway.answers import progress_line
+from gateway.answers import decisions
 from gateway.app import Server, build_core, create_app
-from gateway.checks import run_checks
+from gateway.cli import bootstrap, claude_hook
+from gateway.cli.checks import run_checks
+from gateway.cli.webhook_ping import send_test_event
 from gateway.core import Core
+from gateway.doors.answers import progress_line
 from gateway.errors import GatewayError, NotFound
 from gateway.lifecycle import Event, Kind, Status
-from gateway.logs import configure_logging, install_access_log_filter, uvicorn_log_config
-from gateway.models import FunctionCallStatusIn, HumanContactStatusIn
+from gateway.outbox.webhooks import add_endpoint
+from gateway.runtime.logs import configure_logging, install_access_log_filter, uvicorn_log_config
+from gateway.seam.views import load_progress
 from gateway.settings import Settings
 from gateway.store import migrate
 from gateway.store import outbox as outbox_store
 from gateway.store import projects as project_store
 from gateway.store import requests as request_store
 from gateway.store.rows import Project, Request
-from gateway.views import load_progress
 from gateway.vocabulary import AnsweredIn, JobStatus
-from gateway.webhook_test import send_test_event
-from gateway.webhooks import add_endpoint
+from gateway.wire.models import FunctionCallStatusIn, HumanContactStatusIn
 
 # Long-polls and console streams end as the shutdown begins; a request still open after this
 # long is cut, leaving the rest of the 10 s for the lifespan's end (outbox, locks, channels).

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from gateway.core import Core
+from gateway.seam.views import RequestView
 from gateway.store import requests as request_store
-from gateway.views import RequestView
 from gateway.vocabulary import ChannelName
 
 

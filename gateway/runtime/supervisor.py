@@ -22,7 +22,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gateway.errors import ChannelDown, DeliveryError
-from gateway.retry import RetryPolicy
+from gateway.runtime.retry import RetryPolicy
 from gateway.store import outbox as outbox_store
 from gateway.store import utcnow
 

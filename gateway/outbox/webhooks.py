@@ -12,16 +12,16 @@ from typing import TYPE_CHECKING, Any
 import httpx
 from sqlalchemy.engine import Connection
 
-from gateway.crypto import new_webhook_secret, sign_webhook
 from gateway.errors import DeliveryError, InvalidInput
 from gateway.lifecycle import Kind
-from gateway.ssrf import check_scheme, pin_public
+from gateway.security.crypto import new_webhook_secret, sign_webhook
+from gateway.security.ssrf import check_scheme, pin_public
 from gateway.store import dumps
 from gateway.store import outbox as outbox_store
 from gateway.store import projects as project_store
 from gateway.store.rows import Request, WebhookEndpoint
 from gateway.vocabulary import JobKind
-from gateway.wire import to_wire
+from gateway.wire.output import to_wire
 
 if TYPE_CHECKING:
     from gateway.core import Core

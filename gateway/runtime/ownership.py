@@ -30,9 +30,9 @@ import socket
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+from gateway.runtime.supervisor import Supervisor, explain, shutdown_step
 from gateway.store import locks
 from gateway.store.engine import dedicated_connection
-from gateway.supervisor import Supervisor, explain, shutdown_step
 
 log = logging.getLogger(__name__)
 

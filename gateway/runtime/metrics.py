@@ -23,9 +23,9 @@ from prometheus_client.metrics_core import (
 )
 from prometheus_client.registry import Collector
 
-from gateway.channel_status import channel_states
 from gateway.core import Core
 from gateway.lifecycle import Kind, Status
+from gateway.runtime.channel_states import channel_states
 from gateway.store import as_utc
 from gateway.store.metrics import LATENCY_BUCKETS, PENDING_AGES, Snapshot
 from gateway.vocabulary import AnsweredIn, JobStatus

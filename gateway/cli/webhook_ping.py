@@ -7,14 +7,14 @@ import secrets
 import httpx
 
 from gateway.core import Core
-from gateway.crypto import new_rid
 from gateway.errors import DeliveryError
 from gateway.lifecycle import Kind, Status
+from gateway.outbox.webhooks import EndpointGone, envelope, new_message_id, post, signed_headers
+from gateway.security.crypto import new_rid
 from gateway.store import dumps, utcnow
 from gateway.store import projects as project_store
 from gateway.store.rows import Request
 from gateway.vocabulary import AnsweredIn
-from gateway.webhooks import EndpointGone, envelope, new_message_id, post, signed_headers
 
 
 def sample_request() -> Request:

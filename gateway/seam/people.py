@@ -9,9 +9,9 @@ from datetime import datetime
 from typing import Any
 
 from gateway.intake import noun
+from gateway.seam.views import RequestView
 from gateway.store import as_utc
 from gateway.store.rows import Request
-from gateway.views import RequestView
 from gateway.vocabulary import AnsweredIn
 
 _PLACES: dict[str, str] = {

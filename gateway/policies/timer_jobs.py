@@ -8,19 +8,19 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from gateway import policy
+from gateway.answers.decisions import decide
+from gateway.answers.verbs import Decision
 from gateway.core import Core
-from gateway.decisions import decide
 from gateway.errors import Conflict
 from gateway.intake import add_targets
 from gateway.lifecycle import Event, Kind, Status
-from gateway.routing import SERVED_BY_GATEWAY, Target
+from gateway.policies import evaluator
+from gateway.policies.routing import SERVED_BY_GATEWAY, Target
+from gateway.policies.timers import Timer, spoken
 from gateway.store import outbox as outbox_store
 from gateway.store import requests as request_store
 from gateway.store import votes as vote_store
 from gateway.store.rows import OutboxJob, Request
-from gateway.timers import Timer, spoken
-from gateway.verbs import Decision
 from gateway.vocabulary import AnsweredIn, AuditEvent, DeliveryStatus, JobKind
 
 REMIND_ATTEMPTS = 4
@@ -86,10 +86,10 @@ def _escalate(conn: Connection, core: Core, rid: str, ref: str) -> None:
     for target in targets:
         request_store.add_to_route(conn, rid, target.model_dump(mode="json"))
     if current.policy_json is not None:
-        tree = policy.from_dict(json.loads(current.policy_json))
-        added = tuple(policy.Leaf(len(route) + i) for i in range(len(targets)))
-        widened = policy.Group(policy.Mode.ANY_OF, (tree, *added))
-        request_store.set_policy(conn, rid, json.dumps(policy.to_dict(widened)))
+        tree = evaluator.from_dict(json.loads(current.policy_json))
+        added = tuple(evaluator.Leaf(len(route) + i) for i in range(len(targets)))
+        widened = evaluator.Group(evaluator.Mode.ANY_OF, (tree, *added))
+        request_store.set_policy(conn, rid, json.dumps(evaluator.to_dict(widened)))
     audit = [(AuditEvent.ESCALATED, {"target": ref}), *add_targets(conn, core, current, targets)]
     request_store.add_events(conn, rid, audit)
 

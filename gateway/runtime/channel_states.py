@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from gateway.seam import Channel, Connected
+from gateway.runtime.supervisor import State, Supervisor
+from gateway.seam.channel import Channel, Connected
 from gateway.store import as_utc
-from gateway.supervisor import State, Supervisor
 
 
 @dataclass(frozen=True)

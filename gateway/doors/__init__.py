@@ -1,0 +1,1 @@
+"""What the core opens to channels: the ChannelContext and its doors."""

@@ -1,0 +1,1 @@
+"""Side effects after a commit: the outbox worker, deliveries and webhooks."""

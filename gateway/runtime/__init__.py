@@ -1,0 +1,1 @@
+"""What runs beside the API: supervised connections, ownership, waiters, logs, metrics."""

@@ -1,0 +1,1 @@
+"""The seam: the one page a channel is written against."""

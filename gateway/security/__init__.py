@@ -1,0 +1,1 @@
+"""Keys, hashes and encryption, signed tokens, API-key cache, SSRF checks."""

@@ -1,0 +1,1 @@
+"""HumanLayer's wire shapes: the bodies agents send, and a stored request as JSON."""

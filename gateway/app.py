@@ -25,7 +25,7 @@ from gateway.outbox.dispatch import FINISH_SECONDS, Dispatcher
 from gateway.policies.routing import load_config
 from gateway.runtime.logs import RequestId
 from gateway.runtime.ownership import Ownership, default_replica_id
-from gateway.runtime.supervisor import shutdown_step
+from gateway.runtime.supervisor import Supervisor, shutdown_step
 from gateway.seam.channel import Channel, Connected, Mountable
 from gateway.security.crypto import SecretBox
 from gateway.settings import Settings
@@ -88,7 +88,7 @@ def singleton_ownership(core: Core, replica: str | None = None) -> Ownership | N
     supervisors = [
         channel.connection
         for channel in core.channels.values()
-        if isinstance(channel, Connected) and channel.connection is not None
+        if isinstance(channel, Connected) and isinstance(channel.connection, Supervisor)
     ]
     if not supervisors:
         return None

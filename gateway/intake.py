@@ -12,11 +12,12 @@ from sqlalchemy.engine import Connection
 
 from gateway.core import Caller, Core
 from gateway.errors import Conflict, NotFound
-from gateway.lifecycle import Kind, Status
+from gateway.lifecycle import Kind, Status, noun
 from gateway.policies import evaluator, plans
 from gateway.policies.plans import Plan
-from gateway.policies.routing import SERVED_BY_GATEWAY, Target
+from gateway.policies.routing import SERVED_BY_GATEWAY
 from gateway.policies.timers import schedule as schedule_timers
+from gateway.seam.targets import Target
 from gateway.security.crypto import new_rid
 from gateway.store import dumps, utcnow
 from gateway.store import outbox as outbox_store
@@ -30,12 +31,6 @@ DELIVER_ATTEMPTS = 8
 MAX_WAIT_SECONDS = 60.0
 
 Incoming = FunctionCallIn | HumanContactIn
-
-_NOUN = {Kind.FUNCTION_CALL: "function call", Kind.HUMAN_CONTACT: "human contact"}
-
-
-def noun(kind: str) -> str:
-    return _NOUN[Kind(kind)]
 
 
 def _spec_and_secrets(body: Incoming) -> tuple[dict[str, Any], dict[str, str]]:

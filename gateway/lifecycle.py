@@ -54,3 +54,11 @@ def transition(kind: Kind, status: Status, event: Event) -> Status:
 
 def is_terminal(status: Status) -> bool:
     return status is not Status.PENDING
+
+
+_NOUN = {Kind.FUNCTION_CALL: "function call", Kind.HUMAN_CONTACT: "human contact"}
+
+
+def noun(kind: str) -> str:
+    """ "function call" or "human contact": the kind in a sentence."""
+    return _NOUN[Kind(kind)]

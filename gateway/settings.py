@@ -7,13 +7,15 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
+
+from gateway.seam.settings import EnvSettings
 
 DEFAULT_WEBHOOK_SCHEDULE = "0,5,300,1800,7200,18000,36000,36000"
 
 
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_file=".env", extra="ignore", env_prefix="GATEWAY_")
+class Settings(EnvSettings):
+    model_config = SettingsConfigDict(env_prefix="GATEWAY_")
 
     host: str = "127.0.0.1"
     port: int = Field(default=8080, ge=0, le=65535)
@@ -42,13 +44,6 @@ class Settings(BaseSettings):
     # Earlier values of GATEWAY_SECRET_KEY, comma-separated: stored secrets sealed with them
     # still open after a rotation, while sessions and links signed with them end.
     previous_secret_keys: SecretStr | None = None
-
-    @field_validator(
-        "config", "secret_key", "public_url", "previous_secret_keys", "metrics_token", mode="before"
-    )
-    @classmethod
-    def _empty_is_unset(cls, value: object) -> object:
-        return None if value == "" else value
 
     @field_validator("webhook_retry_schedule")
     @classmethod

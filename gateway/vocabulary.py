@@ -34,6 +34,14 @@ class JobKind(StrEnum):
     REMIND = "remind"  # nudge the people one delivery still waits on
 
 
+class Timer(StrEnum):
+    """`payload["timer"]` of a `JobKind.TIMER` job: what comes due."""
+
+    EXPIRE = "expire"  # the deadline: the request fails closed
+    REMIND = "remind"  # nudge the people it still waits on
+    ESCALATE = "escalate"  # add the escalation step's targets
+
+
 class JobStatus(StrEnum):
     """`outbox_job.status`."""
 

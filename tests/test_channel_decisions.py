@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.doors.answers import Answered, Refusal, Refused, answer, describe
+from gateway.doors.answers import answer
+from gateway.seam.answers import Answered, Refusal, Refused
 from gateway.seam.callbacks import Verb
 from gateway.seam.people import Responder
+from gateway.seam.sentences import describe
 from gateway.vocabulary import AnsweredIn
 from tests.factories import RequestFactory
 from tests.helpers import events

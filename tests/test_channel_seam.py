@@ -12,8 +12,8 @@ import pytest
 
 from channels.registry import REGISTRY
 from gateway.errors import DeliveryError
-from gateway.policies.routing import Target
 from gateway.seam.channel import Channel
+from gateway.seam.targets import Target
 from gateway.seam.views import RequestView, Sent
 from tests.factories import RequestFactory
 from tests.helpers import events, eventually, outbox_idle

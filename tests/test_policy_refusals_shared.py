@@ -25,9 +25,13 @@ from channels.discord import render as discord_render
 from channels.slack import listeners as slack_listeners
 from channels.slack import render as slack_render
 from gateway.doors import answers
-from gateway.doors.answers import Refusal, Refused, answerable, describe
+from gateway.doors.answers import answerable
 from gateway.lifecycle import Status
+from gateway.seam import answers as seam_answers
+from gateway.seam import sentences
+from gateway.seam.answers import Refusal, Refused
 from gateway.seam.people import Responder
+from gateway.seam.sentences import describe
 from gateway.seam.views import RequestView
 from gateway.store import requests as request_store
 from gateway.vocabulary import AnsweredIn
@@ -428,7 +432,7 @@ def test_both_channels_take_their_sentences_from_gateway_answers() -> None:
     for listener in (slack_listeners, discord_interactions):
         assert listener.answer is answers.answer
         assert listener.answerable is answers.answerable
-        assert listener.Refused is answers.Refused
+        assert listener.Refused is seam_answers.Refused
     for render in (slack_render, discord_render):
-        assert render.describe is answers.describe
-        assert render.reminder_text is answers.reminder_text
+        assert render.describe is sentences.describe
+        assert render.reminder_text is sentences.reminder_text

@@ -17,7 +17,7 @@ from channels.discord.interactions import Interactions
 from channels.discord.sessions import SessionLog, point_of
 from channels.discord.settings import DiscordSettings
 from gateway.doors.resume_points import ResumePoint
-from gateway.runtime.supervisor import Link, explain
+from gateway.seam.connections import Link, explain
 
 log = logging.getLogger(__name__)
 

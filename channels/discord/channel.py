@@ -24,8 +24,9 @@ from channels.discord.sessions import SessionLog
 from channels.discord.settings import DiscordSettings
 from gateway.errors import ChannelDown, ChannelNotConfigured, DeliveryError
 from gateway.lifecycle import Kind
-from gateway.policies.routing import Target
-from gateway.runtime.supervisor import Link, Supervisor, require_up, supervise
+from gateway.runtime.supervisor import Supervisor, supervise
+from gateway.seam.connections import Link, require_up
+from gateway.seam.targets import Target
 from gateway.seam.views import RequestView, Sent
 from gateway.vocabulary import ChannelName
 

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 import discord
 
 from channels.discord.render import as_it_stands, escape
-from gateway.doors.answers import Answered, Refused, answer, answerable, option_form
+from gateway.doors.answers import answer, answerable, option_form
+from gateway.seam.answers import Answered, Refused
 from gateway.seam.callbacks import CallbackId, Verb, decode, encode
 from gateway.seam.people import Responder
 from gateway.vocabulary import AnsweredIn

@@ -17,10 +17,10 @@ from typing import Any, Literal
 
 import discord
 
-from gateway.doors.answers import describe, origin_line, reminder_text
 from gateway.lifecycle import Kind, Status
 from gateway.seam.callbacks import Verb, encode
 from gateway.seam.people import Responder, plain_who
+from gateway.seam.sentences import describe, origin_line, reminder_text
 from gateway.seam.views import RequestView
 from gateway.vocabulary import AnsweredIn
 

@@ -16,7 +16,7 @@ import discord
 
 from gateway.doors import resume_points
 from gateway.doors.resume_points import ResumePoint
-from gateway.runtime.supervisor import explain
+from gateway.seam.connections import explain
 
 if TYPE_CHECKING:  # the composition root hands the core over
     from gateway.core import Core

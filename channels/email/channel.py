@@ -18,12 +18,12 @@ from channels.email import compose, imap, smtp
 from channels.email.imap import Watcher
 from channels.email.inbound import Inbox
 from channels.email.settings import EmailSettings
-from gateway.api.statuses import responses
-from gateway.doors.answers import describe, reminder_text
 from gateway.errors import ChannelNotConfigured, DeliveryError, InvalidInput, NotFound, Unauthorized
 from gateway.lifecycle import Status
-from gateway.policies.routing import Target
 from gateway.runtime.supervisor import Supervisor, supervise
+from gateway.seam.routes import responses
+from gateway.seam.sentences import describe, reminder_text
+from gateway.seam.targets import Target
 from gateway.seam.views import RequestView, Sent
 from gateway.vocabulary import AnsweredIn, ChannelName
 

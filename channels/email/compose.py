@@ -23,9 +23,9 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from channels.email import tokens
 from channels.email.settings import EmailSettings
-from gateway.doors.answers import origin_line
 from gateway.lifecycle import Kind
-from gateway.policies.routing import Target
+from gateway.seam.sentences import origin_line
+from gateway.seam.targets import Target
 from gateway.seam.views import RequestView
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ import aioimaplib
 from channels.email.settings import EmailSettings
 from channels.email.smtp import tls_context
 from gateway.doors import mail_log
-from gateway.runtime.supervisor import Link
+from gateway.seam.connections import Link
 
 if TYPE_CHECKING:
     from gateway.core import Core

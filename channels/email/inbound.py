@@ -22,12 +22,13 @@ from channels.email import compose, reading, tokens
 from channels.email.settings import EmailSettings
 from gateway.answers.decisions import allowed_responders
 from gateway.doors import mail_log, reader
-from gateway.doors.answers import Refusal, Refused, answer, describe, options
+from gateway.doors.answers import answer
 from gateway.lifecycle import Status
+from gateway.seam.answers import Refusal, Refused
 from gateway.seam.callbacks import Verb
 from gateway.seam.people import Responder, already_decided
+from gateway.seam.sentences import describe
 from gateway.seam.views import RequestView
-from gateway.store.values import as_utc
 from gateway.vocabulary import AnsweredIn, ChannelName
 
 if TYPE_CHECKING:
@@ -110,7 +111,7 @@ class Inbox:
         if request.status != Status.PENDING:
             return await self._late(message, key, request, sender)
         text = reading.reply_text(message)
-        intent = reading.read_intent(text, kind=request.kind, options=options(request))
+        intent = reading.read_intent(text, kind=request.kind, options=request.options)
         if intent.verdict == "unreadable":
             why = f"I could not read an answer. {HOW_TO_ANSWER}"
             return await self._refuse(message, request, sender, why)
@@ -204,7 +205,7 @@ def _recorded(row: RequestView, intent: reading.Intent) -> str:
     if row.status == Status.PENDING:  # a vote under an approval policy; more are needed
         standing = f" {describe(row)}." if row.progress is not None else ""
         return _read_as(intent) + f"Recorded: your approval.{standing}"
-    when = as_utc(row.responded_at).strftime("%Y-%m-%d %H:%M UTC") if row.responded_at else "now"
+    when = row.responded_at.strftime("%Y-%m-%d %H:%M UTC") if row.responded_at else "now"
     what: dict[str, str] = {
         Status.APPROVED: "approved",
         Status.REJECTED: "rejected",

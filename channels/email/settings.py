@@ -7,15 +7,15 @@ from email.utils import parseaddr
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr
+
+from gateway.seam.settings import EnvSettings
 
 Security = Literal["starttls", "tls", "none"]
 
 
-class EmailSettings(BaseSettings):
-    # No prefix: the names are SMTP_*, IMAP_* and EMAIL_*, as operators know them.
-    model_config = SettingsConfigDict(env_file=".env", extra="ignore")
+class EmailSettings(EnvSettings):
+    """No prefix: the names are SMTP_*, IMAP_* and EMAIL_*, as operators know them."""
 
     smtp_host: str | None = None
     smtp_port: int = Field(default=587, ge=1, le=65535)
@@ -37,25 +37,6 @@ class EmailSettings(BaseSettings):
     imap_mailbox: str = "INBOX"
     # IDLE is re-issued, and the mailbox searched again, at least this often.
     imap_poll_seconds: float = Field(default=300.0, gt=0, le=600)
-
-    @field_validator(
-        "smtp_host",
-        "smtp_username",
-        "smtp_password",
-        "smtp_ca_file",
-        "email_from",
-        "email_reply_to",
-        "email_inbound_secret",
-        "email_trusted_authserv_id",
-        "imap_host",
-        "imap_username",
-        "imap_password",
-        "imap_ca_file",
-        mode="before",
-    )
-    @classmethod
-    def _empty_is_unset(cls, value: object) -> object:
-        return None if value == "" else value
 
     @property
     def reply_base(self) -> str:

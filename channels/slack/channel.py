@@ -29,8 +29,9 @@ from channels.slack.settings import SlackSettings
 from gateway.core import Core
 from gateway.errors import ChannelNotConfigured, DeliveryError
 from gateway.lifecycle import Status
-from gateway.policies.routing import Target
-from gateway.runtime.supervisor import Link, Supervisor, require_up, supervise
+from gateway.runtime.supervisor import Supervisor, supervise
+from gateway.seam.connections import Link, require_up
+from gateway.seam.targets import Target
 from gateway.seam.views import RequestView, Sent
 from gateway.vocabulary import ChannelName
 

@@ -19,8 +19,9 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from channels.slack.render import escape
-from gateway.doors.answers import Answered, Refused, answer, answerable, option_form
+from gateway.doors.answers import answer, answerable, option_form
 from gateway.doors.reader import find_by_slack_message
+from gateway.seam.answers import Answered, Refused
 from gateway.seam.callbacks import BUTTON_PATTERN, CallbackId, Verb, decode
 from gateway.seam.people import Responder
 from gateway.vocabulary import AnsweredIn

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from pydantic import SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
+
+from gateway.seam.settings import EnvSettings
 
 SLACK_API_URL = "https://slack.com/api/"
 
 
-class SlackSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_file=".env", env_prefix="SLACK_", extra="ignore")
+class SlackSettings(EnvSettings):
+    model_config = SettingsConfigDict(env_prefix="SLACK_")
 
     bot_token: SecretStr | None = None
     signing_secret: SecretStr | None = None
@@ -18,13 +20,6 @@ class SlackSettings(BaseSettings):
     client_secret: SecretStr | None = None
     # Every Slack client of the gateway uses this base URL (tests point it at a fake).
     api_url: str = SLACK_API_URL
-
-    @field_validator(
-        "bot_token", "signing_secret", "app_token", "client_id", "client_secret", mode="before"
-    )
-    @classmethod
-    def _empty_is_unset(cls, value: object) -> object:
-        return None if value == "" else value
 
     @field_validator("api_url")
     @classmethod

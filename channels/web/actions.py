@@ -6,10 +6,12 @@ from dataclasses import dataclass
 
 from channels.web.auth import Viewer
 from gateway.core import Core
-from gateway.doors.answers import Refusal, Refused, answer, describe
+from gateway.doors.answers import answer
 from gateway.lifecycle import Status
+from gateway.seam.answers import Refusal, Refused
 from gateway.seam.callbacks import Verb
 from gateway.seam.people import Responder
+from gateway.seam.sentences import describe
 from gateway.vocabulary import AnsweredIn
 
 # What each button of the request page means; a function call is never rejected without a

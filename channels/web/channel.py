@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from gateway.policies.routing import Target
+from gateway.seam.targets import Target
 from gateway.seam.views import RequestView, Sent
 from gateway.vocabulary import ChannelName
 

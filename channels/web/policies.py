@@ -5,22 +5,21 @@ Pure functions over what the core read (`gateway.console.standing`, `next_timer`
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from gateway.doors.answers import progress_line
 from gateway.policies import evaluator
-from gateway.policies.timers import Timer, spoken
+from gateway.seam.sentences import progress_line, spoken
 from gateway.seam.views import Progress
 from gateway.store.rows import OutboxJob, Request
-from gateway.store.values import as_utc, utcnow
+from gateway.vocabulary import Timer
 
 _MODES = {evaluator.Mode.ANY_OF: "Any of", evaluator.Mode.ALL_OF: "All of"}
 _ADDRESS_KEYS = ("address", "channel", "channel_id", "user_id")  # email, Slack, Discord
 
 
 def iso(moment: datetime) -> str:
-    return as_utc(moment).isoformat(timespec="seconds")
+    return moment.isoformat(timespec="seconds")
 
 
 def shown(row: Request, progress: Progress | None) -> dict[str, Any] | None:
@@ -119,7 +118,7 @@ def timer(job: OutboxJob | None) -> dict[str, Any] | None:
 
 def until(moment: datetime) -> str:
     """How long until `moment`: `59m`, `1h`, `now` once it has passed."""
-    seconds = int((as_utc(moment) - utcnow()).total_seconds())
+    seconds = int((moment - datetime.now(UTC)).total_seconds())
     if seconds <= 0:
         return "now"
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):

@@ -4,7 +4,7 @@ plain dicts they read (a request row becomes what a person needs to see)."""
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -12,13 +12,12 @@ import jinja2
 from fastapi.responses import HTMLResponse
 
 from channels.web import policies
-from gateway.doors.answers import origin_line
 from gateway.lifecycle import Kind, Status
 from gateway.runtime.channel_states import channel_state
 from gateway.seam.channel import Channel
+from gateway.seam.sentences import origin_line
 from gateway.seam.views import Progress
 from gateway.store.rows import Delivery, OutboxJob, Request, RequestEvent, WebhookEndpoint
-from gateway.store.values import as_utc, utcnow
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "web"
 STATIC = {"console.css": "text/css", "live.js": "text/javascript"}
@@ -60,7 +59,7 @@ def page(name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
 def age(at: datetime | None) -> str:
     if at is None:
         return ""
-    seconds = int((utcnow() - as_utc(at)).total_seconds())
+    seconds = int((datetime.now(UTC) - at).total_seconds())
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size:
             return f"{seconds // size}{unit}"
@@ -97,7 +96,7 @@ def summary(row: Request, project: str) -> dict[str, Any]:
         "run_id": row.run_id,
         "channels": channels_of(row),
         "age": age(row.requested_at),
-        "requested_at": as_utc(row.requested_at).isoformat(timespec="seconds"),
+        "requested_at": row.requested_at.isoformat(timespec="seconds"),
         "status": row.status,
         "decided_by": info.get("name") or info.get("email") or info.get("user_id"),
         "decided_on": info.get("channel"),
@@ -117,7 +116,7 @@ def detail(
     while pending, its deadline and next timer."""
     spec = json.loads(row.spec_json)
     timeline = [
-        {"type": e.type, "at": as_utc(e.at).isoformat(timespec="seconds"), "detail": e.detail_json}
+        {"type": e.type, "at": e.at.isoformat(timespec="seconds"), "detail": e.detail_json}
         for e in events
     ]
     options = spec.get("reject_options") or spec.get("response_options") or []
@@ -136,7 +135,7 @@ def detail(
         "comment": row.comment,
         "option_name": row.option_name,
         "response": row.response,
-        "responded_at": as_utc(row.responded_at).isoformat(timespec="seconds")
+        "responded_at": row.responded_at.isoformat(timespec="seconds")
         if row.responded_at
         else None,
         "deliveries": [

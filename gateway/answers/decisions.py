@@ -10,16 +10,18 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from gateway.answers.verbs import Decision, Refusal, Refused, decision_for
+from gateway.answers.verbs import Decision, decision_for
 from gateway.core import Caller, Core
 from gateway.errors import Conflict, IllegalTransition, InvalidInput, NotAllowed
-from gateway.intake import add_targets, find, noun
-from gateway.lifecycle import Event, Kind, Status, transition
+from gateway.intake import add_targets, find
+from gateway.lifecycle import Event, Kind, Status, noun, transition
 from gateway.outbox import webhooks
 from gateway.policies import votes
-from gateway.policies.routing import SERVED_BY_GATEWAY, Target, channel_targets
+from gateway.policies.routing import SERVED_BY_GATEWAY, channel_targets
+from gateway.seam.answers import Refusal, Refused
 from gateway.seam.callbacks import Verb
 from gateway.seam.people import already_decided
+from gateway.seam.targets import Target
 from gateway.store import dumps, utcnow
 from gateway.store import outbox as outbox_store
 from gateway.store import requests as request_store

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
-from gateway.intake import noun
-from gateway.lifecycle import Event, Kind
+from gateway.lifecycle import Event, Kind, noun
+from gateway.seam.answers import Refusal, Refused
 from gateway.seam.callbacks import Verb
 from gateway.seam.people import Responder, default_rejection
 from gateway.seam.replies import Reading, read_reply
-from gateway.seam.views import RequestView
+from gateway.seam.views import options_of
 from gateway.store.rows import Request
 
 
@@ -30,34 +29,14 @@ class Decision:
     idempotency: str | None = None
 
 
-class Refusal(StrEnum):
-    NOT_ALLOWED = "not_allowed"
-    DECIDED = "decided"
-    GONE = "gone"
-    UNKNOWN_OPTION = "unknown_option"
-    MISSING_TEXT = "missing_text"
-    WRONG_VERB = "wrong_verb"
-
-
-@dataclass(frozen=True)
-class Refused:
-    """Nothing changed, and why, in words for the person."""
-
-    why: Refusal
-    message: str
-
-
-def options(request: RequestView | Request) -> list[dict[str, Any]]:
+def options(row: Request) -> list[dict[str, Any]]:
     """The request's reject options (a function call) or response options (a question)."""
-    spec = request.spec if isinstance(request, RequestView) else _spec(request)
-    key = "reject_options" if request.kind == Kind.FUNCTION_CALL else "response_options"
-    found: list[dict[str, Any]] = spec.get(key) or []
-    return found
+    return options_of(row.kind, _spec(row))
 
 
-def option(request: RequestView | Request, which: int | str | None) -> dict[str, Any] | None:
+def option(row: Request, which: int | str | None) -> dict[str, Any] | None:
     """An option by its place in the list or by its name."""
-    listed = options(request)
+    listed = options(row)
     if isinstance(which, int):
         return listed[which] if 0 <= which < len(listed) else None
     return next((o for o in listed if o["name"] == which), None)

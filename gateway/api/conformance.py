@@ -17,7 +17,8 @@ from starlette.exceptions import HTTPException
 from starlette.routing import BaseRoute, Match, Mount
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from gateway.api.statuses import BODY_METHODS, DESCRIPTIONS, ErrorBody
+from gateway.api.statuses import BODY_METHODS
+from gateway.seam.routes import DESCRIPTIONS, ErrorBody
 
 # Statuses the app-wide handlers (gateway.api.errors) can give any route that documents none.
 FALLBACK_STATUSES = (401, 403, 404, 409, 422, 503)

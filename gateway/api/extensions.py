@@ -8,9 +8,9 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query
 
 from gateway.api.auth import CallerDep, CoreDep
-from gateway.api.statuses import LIST, responses
+from gateway.api.statuses import LIST
 from gateway.errors import NotFound
-from gateway.store import as_utc
+from gateway.seam.routes import responses
 from gateway.store import outbox as outbox_store
 from gateway.store import requests as request_store
 from gateway.vocabulary import JobStatus
@@ -73,7 +73,7 @@ async def jobs(
                 "status": job.status,
                 "attempts": job.attempts,
                 "max_attempts": job.max_attempts,
-                "run_at": as_utc(job.run_at).isoformat(),
+                "run_at": job.run_at.isoformat(),
                 "last_error": job.last_error,
             }
             for job in rows

@@ -7,8 +7,8 @@ from collections.abc import Callable, Mapping
 
 from gateway.errors import DeliveryError, InvalidInput
 from gateway.policies.routing import RoutingConfig, load_config
-from gateway.runtime.supervisor import health_after
 from gateway.seam.channel import Channel, Checkable
+from gateway.seam.connections import health_after
 from gateway.security.ssrf import pin_public
 from gateway.settings import Settings
 from gateway.store import Database, migrate

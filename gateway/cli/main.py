@@ -26,11 +26,11 @@ from gateway.cli import bootstrap, claude_hook
 from gateway.cli.checks import run_checks
 from gateway.cli.webhook_ping import send_test_event
 from gateway.core import Core
-from gateway.doors.answers import progress_line
 from gateway.errors import GatewayError, NotFound
 from gateway.lifecycle import Event, Kind, Status
 from gateway.outbox.webhooks import add_endpoint
 from gateway.runtime.logs import configure_logging, install_access_log_filter, uvicorn_log_config
+from gateway.seam.sentences import progress_line
 from gateway.seam.views import load_progress
 from gateway.settings import Settings
 from gateway.store import migrate

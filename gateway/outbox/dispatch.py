@@ -23,14 +23,14 @@ from gateway.intake import queue_delivery
 from gateway.lifecycle import Status
 from gateway.outbox import webhooks
 from gateway.policies import timer_jobs
-from gateway.policies.routing import Target
 from gateway.runtime.retry import RetryPolicy
 from gateway.runtime.supervisor import connected
 from gateway.seam.channel import Remindable
-from gateway.store import as_utc, utcnow
+from gateway.seam.targets import Target
 from gateway.store import outbox as outbox_store
 from gateway.store import projects as project_store
 from gateway.store import requests as request_store
+from gateway.store import utcnow
 from gateway.store.rows import Delivery, OutboxJob, Request
 from gateway.vocabulary import AuditEvent, DeliveryStatus, JobKind
 
@@ -145,7 +145,7 @@ class Dispatcher:
         timeout = self.core.settings.outbox_poll_seconds
         due = await self.core.db.read(outbox_store.next_due_at)
         if due is not None:
-            timeout = min(timeout, max(0.0, (as_utc(due) - utcnow()).total_seconds()))
+            timeout = min(timeout, max(0.0, (due - utcnow()).total_seconds()))
         await self._sleep(timeout)
 
     async def _sleep(self, seconds: float) -> None:

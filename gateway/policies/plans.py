@@ -23,11 +23,11 @@ from gateway.policies.routing import (
     PolicyConfig,
     ProjectConfig,
     RoutingConfig,
-    Target,
     Timing,
     channel_targets,
     web_target,
 )
+from gateway.seam.targets import Target
 from gateway.wire.models import ContactChannel, DelayedChannel
 
 DEFAULT_MAX_REMINDERS = 3

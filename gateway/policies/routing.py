@@ -22,6 +22,7 @@ from pydantic import (
 
 from gateway.errors import InvalidInput
 from gateway.lifecycle import Kind
+from gateway.seam.targets import Target
 from gateway.vocabulary import ChannelName
 from gateway.wire.models import MAX_DELAY_SECONDS, ContactChannel
 
@@ -144,15 +145,6 @@ class WebhookConfig(Strict):
 
 # The gateway serves these itself (the console reads the store): nothing to send or edit.
 SERVED_BY_GATEWAY = frozenset({ChannelName.WEB})
-
-
-class Target(BaseModel):
-    """One place a request goes: a channel and a channel-specific address."""
-
-    channel: ChannelName
-    address: dict[str, Any]
-    responders: list[str] | None = None  # platform ids or emails allowed to answer
-    via: str
 
 
 class RoutingConfig(Strict):

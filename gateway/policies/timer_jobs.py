@@ -15,13 +15,14 @@ from gateway.errors import Conflict
 from gateway.intake import add_targets
 from gateway.lifecycle import Event, Kind, Status
 from gateway.policies import evaluator
-from gateway.policies.routing import SERVED_BY_GATEWAY, Target
-from gateway.policies.timers import Timer, spoken
+from gateway.policies.routing import SERVED_BY_GATEWAY
+from gateway.seam.sentences import spoken
+from gateway.seam.targets import Target
 from gateway.store import outbox as outbox_store
 from gateway.store import requests as request_store
 from gateway.store import votes as vote_store
 from gateway.store.rows import OutboxJob, Request
-from gateway.vocabulary import AnsweredIn, AuditEvent, DeliveryStatus, JobKind
+from gateway.vocabulary import AnsweredIn, AuditEvent, DeliveryStatus, JobKind, Timer
 
 REMIND_ATTEMPTS = 4
 GATEWAY = {"channel": AnsweredIn.GATEWAY, "user_id": "gateway", "name": "the gateway"}

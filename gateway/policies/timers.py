@@ -9,25 +9,17 @@ decided and does nothing (`gateway.timer_jobs` runs them).
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from enum import StrEnum
 from typing import Any
 
 from sqlalchemy.engine import Connection
 
 from gateway.lifecycle import Kind
 from gateway.policies.plans import Schedule
-from gateway.store import as_utc
 from gateway.store import outbox as outbox_store
 from gateway.store.rows import Request
-from gateway.vocabulary import JobKind
+from gateway.vocabulary import JobKind, Timer
 
 TIMER_ATTEMPTS = 8
-
-
-class Timer(StrEnum):
-    EXPIRE = "expire"
-    REMIND = "remind"
-    ESCALATE = "escalate"
 
 
 def schedule(conn: Connection, row: Request, plan: Schedule) -> None:
@@ -35,7 +27,7 @@ def schedule(conn: Connection, row: Request, plan: Schedule) -> None:
     steps due at or after the deadline are left out: nothing is pending by then."""
     due: list[tuple[datetime, dict[str, Any]]] = []
     if row.expires_at is not None:
-        waited = (as_utc(row.expires_at) - as_utc(row.requested_at)).total_seconds()
+        waited = (row.expires_at - row.requested_at).total_seconds()
         response = plan.expired_response if row.kind == Kind.HUMAN_CONTACT else None
         expire = {"timer": Timer.EXPIRE, "waited": waited, "response": response}
         due.append((row.expires_at, expire))
@@ -47,7 +39,7 @@ def schedule(conn: Connection, row: Request, plan: Schedule) -> None:
         due.append((at(seconds), {"timer": Timer.REMIND, "number": number}))
     for step in plan.escalate:
         due.append((at(step.after), {"timer": Timer.ESCALATE, "target": step.target}))
-    deadline = as_utc(row.expires_at) if row.expires_at is not None else None
+    deadline = row.expires_at if row.expires_at is not None else None
     for run_at, payload in due:
         if deadline is not None and payload["timer"] != Timer.EXPIRE and run_at >= deadline:
             continue
@@ -60,12 +52,3 @@ def schedule(conn: Connection, row: Request, plan: Schedule) -> None:
             max_attempts=TIMER_ATTEMPTS,
             run_at=run_at,
         )
-
-
-def spoken(seconds: float) -> str:
-    """2h, 90m, 45s: the deadline as the config file would say it (to the second)."""
-    whole = max(round(seconds), 0)
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if whole >= size and whole % size == 0:
-            return f"{whole // size}{unit}"
-    return f"{whole}s"

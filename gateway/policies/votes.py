@@ -18,7 +18,7 @@ from sqlalchemy.engine import Connection
 from gateway.policies import evaluator
 from gateway.policies.routing import RoutingConfig
 from gateway.seam.views import Progress
-from gateway.store import as_utc, dumps, utcnow
+from gateway.store import dumps, utcnow
 from gateway.store import requests as request_store
 from gateway.store import votes as vote_store
 from gateway.store.rows import Request
@@ -71,7 +71,7 @@ def counted_targets(
 
 
 def seconds_since(row: Request, moment: datetime) -> float:
-    return (as_utc(moment) - as_utc(row.requested_at)).total_seconds()
+    return (moment - row.requested_at).total_seconds()
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,6 @@ from prometheus_client.registry import Collector
 from gateway.core import Core
 from gateway.lifecycle import Kind, Status
 from gateway.runtime.channel_states import channel_states
-from gateway.store import as_utc
 from gateway.store.metrics import LATENCY_BUCKETS, PENDING_AGES, Snapshot
 from gateway.vocabulary import AnsweredIn, JobStatus
 
@@ -123,8 +122,8 @@ def outbox_families(snap: Snapshot) -> Iterator[Metric]:
         if status != JobStatus.DONE:
             jobs.add_metric([kind, status], count)
         due_by_kind[kind] = due_by_kind.get(kind, 0.0) + due_count
-        if first_due is not None and (oldest is None or as_utc(first_due) < oldest):
-            oldest = as_utc(first_due)
+        if first_due is not None and (oldest is None or first_due < oldest):
+            oldest = first_due
         # done: its last attempt worked; running: its last attempt is under way.
         worked = count if status == JobStatus.DONE else 0.0
         open_ = count if status == JobStatus.RUNNING else 0.0

@@ -30,7 +30,8 @@ import socket
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from gateway.runtime.supervisor import Supervisor, explain, shutdown_step
+from gateway.runtime.supervisor import Supervisor, shutdown_step
+from gateway.seam.connections import explain
 from gateway.store import locks
 from gateway.store.engine import dedicated_connection
 

@@ -16,70 +16,17 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass, field
-from datetime import datetime
-from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from gateway.errors import ChannelDown, DeliveryError
+from gateway.errors import ChannelDown
 from gateway.runtime.retry import RetryPolicy
+from gateway.seam.connections import Health, Session, State, explain, health_after
 from gateway.store import outbox as outbox_store
-from gateway.store import utcnow
 
 if TYPE_CHECKING:
     from gateway.core import Core
 
 log = logging.getLogger(__name__)
-
-
-class State(StrEnum):
-    CONNECTING = "connecting"
-    CONNECTED = "connected"
-    RETRYING = "retrying"
-    FAILED = "failed"  # will not work without an operator (a refused token): no more tries
-    STANDBY = "standby"  # another replica owns the connection (or none does yet): not ours
-
-
-@dataclass(frozen=True)
-class Health:
-    state: State
-    reason: str | None = None
-    since: datetime = field(default_factory=utcnow)
-
-    def describe(self) -> str:
-        """`connected`, or `retrying: <why>`, `standby (owned by <replica>)` and the like."""
-        if self.reason is None:
-            return self.state.value
-        if self.state is State.STANDBY:
-            return f"{self.state.value} ({self.reason})"
-        return f"{self.state.value}: {self.reason}"
-
-
-class Link(Protocol):
-    """What a session reports to its supervisor."""
-
-    def up(self) -> None:
-        """The connection works (again)."""
-
-    def down(self, reason: str) -> None:
-        """The connection dropped and the platform's client is re-establishing it itself."""
-
-
-Session = Callable[[Link], Coroutine[Any, Any, None]]
-
-
-def explain(error: BaseException) -> str:
-    """Why a connection attempt failed, in words an operator can act on."""
-    if isinstance(error, DeliveryError):
-        return str(error)
-    text = str(error)
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
-
-
-def health_after(error: BaseException) -> Health:
-    """A refused credential will fail the same way again; anything else is worth retrying."""
-    fatal = isinstance(error, DeliveryError) and not error.retryable
-    return Health(State.FAILED if fatal else State.RETRYING, explain(error))
 
 
 class Supervisor:
@@ -274,17 +221,6 @@ def connected(channel: object) -> bool:
     """Whether a channel's supervised connection is up (a channel without one: False)."""
     supervisor = getattr(channel, "connection", None)
     return isinstance(supervisor, Supervisor) and supervisor.health.state is State.CONNECTED
-
-
-def require_up(name: str, supervisor: Supervisor | None) -> None:
-    """Raise ChannelDown unless the connection is up (a send waits in the outbox then).
-
-    On a replica that stands by, the connection lives on the replica that owns it: the
-    platform's web API works from here all the same."""
-    if supervisor is None or supervisor.health.state is State.STANDBY:
-        return
-    if supervisor.health.state is not State.CONNECTED:
-        raise ChannelDown(name, supervisor.health.describe())
 
 
 async def shutdown_step(what: str, step: Awaitable[None], seconds: float) -> None:

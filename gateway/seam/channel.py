@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from gateway.policies.routing import Target
-from gateway.runtime.supervisor import Supervisor
+from gateway.seam.connections import Connection
+from gateway.seam.targets import Target
 from gateway.seam.views import RequestView, Sent
 from gateway.vocabulary import ChannelName
 
@@ -77,4 +77,4 @@ class Connected(Protocol):
 
     `connection` is None while the channel needs none (not configured, Slack over HTTP)."""
 
-    connection: Supervisor | None
+    connection: Connection | None

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
-from gateway.intake import noun
-from gateway.seam.views import RequestView
-from gateway.store import as_utc
-from gateway.store.rows import Request
+from gateway.lifecycle import noun
 from gateway.vocabulary import AnsweredIn
 
 _PLACES: dict[str, str] = {
@@ -56,7 +52,7 @@ class Responder:
 
 
 def plain_when(moment: datetime) -> str:
-    return as_utc(moment).strftime("%Y-%m-%d %H:%M UTC")
+    return moment.strftime("%Y-%m-%d %H:%M UTC")
 
 
 def plain_who(responder: Responder) -> str:
@@ -71,16 +67,27 @@ def default_rejection(who: Responder | Mapping[str, Any]) -> str:
     return f"Rejected in {responder.place} by {responder.name}"
 
 
-def already_decided(request: Request | RequestView) -> str:
+class Decided(Protocol):
+    """What `already_decided` reads: a RequestView, or the core's stored row."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def call_id(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def user_info(self) -> Mapping[str, Any] | None: ...
+    @property
+    def responded_at(self) -> datetime | None: ...
+
+
+def already_decided(request: Decided) -> str:
     """The refusal a late answer gets: who decided, where and when."""
-    if isinstance(request, RequestView):
-        info = request.user_info
-    else:
-        info = json.loads(request.user_info_json) if request.user_info_json else None
-    responder = Responder.of(info)
+    responder = Responder.of(request.user_info)
     by = plain_who(responder) if responder else "someone"
     at = request.responded_at
-    when = as_utc(at).isoformat() if at else "an earlier time"
+    when = at.isoformat() if at else "an earlier time"
     return (
         f"{noun(request.kind)} {request.call_id!r} was already {request.status} by {by} at {when}"
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -31,6 +32,18 @@ class RequestView:
     expires_at: datetime | None = None  # when it fails closed (gateway.timers)
     # Write-only values the agent sent (a per-request Slack bot token); never echoed.
     secrets: dict[str, str] = field(default_factory=dict, repr=False)
+
+    @property
+    def options(self) -> list[dict[str, Any]]:
+        """Its reject options (a function call) or response options (a question)."""
+        return options_of(self.kind, self.spec)
+
+
+def options_of(kind: str, spec: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A request's reject options (a function call) or response options (a question)."""
+    key = "reject_options" if kind == Kind.FUNCTION_CALL else "response_options"
+    found: list[dict[str, Any]] = spec.get(key) or []
+    return found
 
 
 @dataclass(frozen=True)

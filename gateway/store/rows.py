@@ -7,6 +7,7 @@ a few microseconds. Fields are the table's columns, in its order (a test checks 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import Any, TypeVar
@@ -57,6 +58,11 @@ class Request:
     policy_json: str | None = None
     progress_json: str | None = None
     expires_at: datetime | None = None
+
+    @property
+    def user_info(self) -> dict[str, Any] | None:
+        """Who decided (`status.user_info`), or None while nobody has."""
+        return json.loads(self.user_info_json) if self.user_info_json else None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

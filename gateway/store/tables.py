@@ -4,11 +4,23 @@ so SQLite and PostgreSQL store the same bytes (PostgreSQL's jsonb rejects \\u000
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
-UTCDateTime = sa.DateTime(timezone=True)
+from gateway.store.values import as_utc
+
+
+class UTCDateTime(sa.TypeDecorator[datetime]):
+    """A timestamp that reads back aware, in UTC, from either database (SQLite keeps no
+    zone), so nothing outside the store ever sees a naive datetime."""
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_result_value(self, value: Any, dialect: sa.Dialect) -> datetime | None:
+        return None if value is None else as_utc(value)
 
 
 def _ts(nullable: bool = False, index: bool = False) -> sa.Column[datetime]:

@@ -7,12 +7,11 @@ from datetime import datetime
 from typing import Any
 
 from gateway.lifecycle import Kind, Status
-from gateway.store import as_utc
 from gateway.store.rows import Request
 
 
 def iso(value: datetime | None) -> str | None:
-    return None if value is None else as_utc(value).isoformat()
+    return None if value is None else value.isoformat()
 
 
 def _approved(status: str) -> bool | None:

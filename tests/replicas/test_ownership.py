@@ -21,7 +21,8 @@ from gateway.runtime.ownership import (
     lock_key,
 )
 from gateway.runtime.retry import RetryPolicy
-from gateway.runtime.supervisor import Link, Session, State, Supervisor
+from gateway.runtime.supervisor import Supervisor
+from gateway.seam.connections import Link, Session, State
 from tests.helpers import eventually
 from tests.replicas.partition import Partition
 

@@ -8,9 +8,10 @@ import asyncio
 import pytest
 
 from gateway.errors import ChannelDown
-from gateway.runtime.channel_states import ChannelState, describe
+from gateway.runtime.channel_states import describe
 from gateway.runtime.retry import RetryPolicy
-from gateway.runtime.supervisor import Link, State, Supervisor, require_up
+from gateway.runtime.supervisor import Supervisor
+from gateway.seam.connections import ChannelState, Link, State, require_up
 
 FAST = RetryPolicy(base=0.01, cap=0.02, jitter=0)
 

@@ -17,9 +17,9 @@ from channels.email import compose
 from channels.email.settings import EmailSettings
 from channels.slack import render as slack_render
 from channels.web import render as web_render
-from gateway.doors.answers import origin_line
 from gateway.lifecycle import Kind, Status
-from gateway.policies.routing import Target
+from gateway.seam.sentences import origin_line
+from gateway.seam.targets import Target
 from gateway.seam.views import RequestView
 from gateway.store.rows import Request
 from gateway.wire.models import Origin

@@ -10,7 +10,8 @@ import pytest
 
 from gateway.errors import DeliveryError
 from gateway.runtime.retry import RetryPolicy
-from gateway.runtime.supervisor import Link, Session, State, Supervisor
+from gateway.runtime.supervisor import Supervisor
+from gateway.seam.connections import Link, Session, State
 
 FAST = RetryPolicy(base=0.01, cap=0.02, jitter=0)
 

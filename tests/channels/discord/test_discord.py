@@ -17,9 +17,10 @@ from channels.discord import interactions
 from channels.discord.channel import DiscordChannel
 from channels.discord.settings import DiscordSettings
 from gateway.errors import DeliveryError
-from gateway.policies.routing import Target
 from gateway.runtime.retry import RetryPolicy
-from gateway.runtime.supervisor import Link, State, Supervisor
+from gateway.runtime.supervisor import Supervisor
+from gateway.seam.connections import Link, State
+from gateway.seam.targets import Target
 from gateway.settings import Settings
 from tests.factories import RequestFactory
 from tests.fakes.discord import FakeDiscord

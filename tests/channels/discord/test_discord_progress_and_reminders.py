@@ -15,8 +15,8 @@ from channels.discord.channel import DiscordChannel
 from channels.discord.render import CONTENT_LIMIT, MAX_MENTIONED_USERS, reminder
 from channels.discord.settings import DiscordSettings
 from gateway.errors import DeliveryError
-from gateway.policies.routing import Target
 from gateway.seam.channel import Remindable
+from gateway.seam.targets import Target
 from gateway.seam.views import Progress, RequestView, Sent
 from tests.fakes.discord import Call, FakeDiscord
 from tests.unit.views import request_view

@@ -13,8 +13,8 @@ import httpx
 from channels.email import tokens
 from channels.email.channel import KEY_PURPOSE, EmailChannel
 from gateway.doors import reader
-from gateway.doors.answers import reminder_text
-from gateway.policies.routing import Target
+from gateway.seam.sentences import reminder_text
+from gateway.seam.targets import Target
 from gateway.seam.views import Progress, RequestView
 from gateway.store import requests as request_store
 from tests.channels.email.helpers import (

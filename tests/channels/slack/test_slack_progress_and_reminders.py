@@ -11,9 +11,10 @@ import pytest
 
 from channels.slack.channel import SlackChannel
 from gateway.errors import ChannelDown, DeliveryError
-from gateway.policies.routing import Target
 from gateway.runtime.retry import RetryPolicy
-from gateway.runtime.supervisor import Link, Supervisor
+from gateway.runtime.supervisor import Supervisor
+from gateway.seam.connections import Link
+from gateway.seam.targets import Target
 from gateway.seam.views import Progress, RequestView
 from tests.channels.slack.test_slack import slack_channel
 from tests.fakes.slack import FakeSlack

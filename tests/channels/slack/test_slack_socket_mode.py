@@ -16,7 +16,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from channels.slack.listeners import SlackListeners
 from channels.slack.socket_mode import connect, disconnect
-from gateway.runtime.supervisor import State
+from gateway.seam.connections import State
 from tests.channels.slack.test_slack import (
     C1_ALICE_ONLY,
     SIGNING_SECRET,

@@ -13,7 +13,7 @@ from pydantic import SecretStr
 from channels.discord.channel import DiscordChannel
 from channels.discord.settings import DiscordSettings
 from channels.web.auth import create_sign_in_link
-from gateway.runtime.supervisor import State
+from gateway.seam.connections import State
 from tests.helpers import eventually
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings
 from tests.services.net import free_port

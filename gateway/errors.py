@@ -71,10 +71,5 @@ class ChannelDown(DeliveryError):
     an attempt, and goes out as soon as the connection is back."""
 
     def __init__(self, channel: str, health: str) -> None:
-        super().__init__(f"{self.marker(channel)}: {health}", retryable=True)
+        super().__init__(f"{channel} is not connected: {health}", retryable=True)
         self.channel = channel
-
-    @staticmethod
-    def marker(channel: str) -> str:
-        """The start of the job's last error while it waits (found again on reconnect)."""
-        return f"{channel} is not connected"

@@ -49,7 +49,8 @@ class RecordingChannel:
         if outcome == "refused":
             raise DeliveryError("channel_not_found", retryable=False)
         ts = f"1700000000.{len(self.sends):06d}"
-        return Sent(ref={"channel": target.address["channel"], "ts": ts}, slack_message_ts=ts)
+        ref = {"channel": target.address["channel"], "ts": ts}
+        return Sent(ref=ref, status_fields={"slack_message_ts": ts})
 
     async def update(self, request: RequestView, target: Target, ref: dict[str, Any], /) -> None:
         self.updates.append((request, ref))

@@ -16,7 +16,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from channels.slack import socket_mode
 from channels.slack.install import Installations
-from channels.slack.listeners import SlackListeners
+from channels.slack.listeners import SlackListeners, thread_key
 from channels.slack.pacing import Pacer
 from channels.slack.render import (
     decided_message,
@@ -175,9 +175,13 @@ class SlackChannel:
             )
         except (SlackApiError, ClientError, TimeoutError) as error:
             raise as_delivery_error(error) from None
-        ts = str(posted["ts"])
+        ts, where = str(posted["ts"]), str(posted["channel"])
         # chat.update needs the channel id Slack answered with (a DM's D…, not the user's U…).
-        return Sent(ref={"channel": posted["channel"], "ts": ts}, slack_message_ts=ts)
+        return Sent(
+            ref={"channel": where, "ts": ts},
+            reply_key=thread_key(where, ts),
+            status_fields={"slack_message_ts": ts},
+        )
 
     async def update(self, request: RequestView, target: Target, ref: dict[str, Any], /) -> None:
         """Edit the post to show the outcome, and note it once in the thread: a retried update

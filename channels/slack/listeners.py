@@ -20,11 +20,11 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from channels.slack.render import escape
 from gateway.doors.answers import answer, answerable, option_form
-from gateway.doors.reader import find_by_slack_message
+from gateway.doors.reader import find
 from gateway.seam.answers import Answered, Refused
 from gateway.seam.callbacks import BUTTON_PATTERN, CallbackId, Verb, decode
 from gateway.seam.people import Responder
-from gateway.vocabulary import AnsweredIn
+from gateway.vocabulary import AnsweredIn, ChannelName
 
 if TYPE_CHECKING:  # the composition root hands the core over
     from gateway.core import Core
@@ -34,6 +34,11 @@ _MENTION = re.compile(r"<[@#!][^>]*>")  # "<@U123> approved": the mention is no 
 REJECT_MODAL = "gw_reject_modal"
 REASON_BLOCK = "gw_reason"
 REASON_INPUT = "reason"
+
+
+def thread_key(channel: str, ts: str) -> str:
+    """How a post is named by the replies in its thread: its channel and its ts."""
+    return f"{channel}:{ts}"
 
 
 def responder(user: dict[str, Any], team_id: str | None) -> Responder:
@@ -183,7 +188,7 @@ class SlackListeners:
 
     async def _thread_request(self, channel: str, thread_ts: str) -> str | None:
         """The request whose Slack message starts this thread, in this channel."""
-        return await find_by_slack_message(self.core, channel, thread_ts)
+        return await find(self.core, ChannelName.SLACK, thread_key(channel, thread_ts))
 
     async def thread_reply(
         self, event: dict[str, Any], client: AsyncWebClient, request: AsyncBoltRequest

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from gateway.core import Core
 from gateway.seam.views import RequestView
 from gateway.store import requests as request_store
@@ -18,13 +16,6 @@ async def view(core: Core, rid: str) -> RequestView | None:
     return core.view(row, project)
 
 
-async def find_by_slack_message(core: Core, channel: str, ts: str) -> str | None:
-    """The rid of the request whose Slack message (`channel`, `ts`) starts a thread."""
-    rows, deliveries = await core.db.read(request_store.thread_candidates, ts)
-    ours = {
-        delivery.rid
-        for delivery in deliveries
-        if delivery.channel == ChannelName.SLACK
-        and json.loads(delivery.ref_json or "{}").get("channel") == channel
-    }
-    return next((row.rid for row in rows if row.rid in ours), None)
+async def find(core: Core, channel: ChannelName, reply_key: str) -> str | None:
+    """The rid of the request whose post through `channel` a reply names (`Sent.reply_key`)."""
+    return await core.db.read(request_store.find_by_reply_key, channel, reply_key)

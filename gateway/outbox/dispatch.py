@@ -221,10 +221,12 @@ class Dispatcher:
 
         def record_wait(conn: Connection) -> None:
             assert job.id is not None
-            outbox_store.postpone(conn, job.id, run_at=run_at, error=str(down))
+            outbox_store.postpone(
+                conn, job.id, run_at=run_at, error=str(down), waiting_for=down.channel
+            )
             _note_failure(conn, job, str(down), final=False)
             if up_meanwhile:
-                outbox_store.resume_waiting(conn, ChannelDown.marker(down.channel))
+                outbox_store.resume_waiting(conn, down.channel)
 
         await self.core.db.write(record_wait)
         log.info("outbox job %s (%s) waits: %s", job.id, job.kind, down)
@@ -268,10 +270,14 @@ class Dispatcher:
 
         def record(conn: Connection) -> None:
             request_store.update_delivery(
-                conn, delivery_id, status=DeliveryStatus.SENT, ref=sent.ref
+                conn,
+                delivery_id,
+                status=DeliveryStatus.SENT,
+                ref=sent.ref,
+                reply_key=sent.reply_key,
             )
-            if sent.slack_message_ts:
-                request_store.set_slack_message_ts(conn, row.rid, sent.slack_message_ts)
+            if sent.status_fields:
+                request_store.add_wire_status(conn, row.rid, sent.status_fields)
             detail = {"delivery_id": delivery_id, "channel": delivery.channel}
             request_store.add_event(conn, row.rid, AuditEvent.DELIVERED, detail)
 

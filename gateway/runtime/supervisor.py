@@ -18,7 +18,6 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
-from gateway.errors import ChannelDown
 from gateway.runtime.retry import RetryPolicy
 from gateway.seam.connections import Health, Session, State, explain, health_after
 from gateway.store import outbox as outbox_store
@@ -205,7 +204,7 @@ def supervise(core: Core, name: str, session: Session) -> Supervisor:
     """A supervisor with the gateway's timeouts, which on each (re)connect sends what waited."""
 
     async def resume() -> None:
-        await core.db.write(outbox_store.resume_waiting, ChannelDown.marker(name))
+        await core.db.write(outbox_store.resume_waiting, name)
 
     settings = core.settings
     return Supervisor(

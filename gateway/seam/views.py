@@ -58,10 +58,15 @@ class Progress:
 
 @dataclass(frozen=True)
 class Sent:
-    """What a channel reports after posting: the platform's ids, to edit the post later."""
+    """What a channel reports after posting. The core stores each part with the delivery
+    without knowing what it means."""
 
-    ref: dict[str, Any]
-    slack_message_ts: str | None = None
+    ref: dict[str, Any]  # the platform's ids of the post, handed back to update and remind
+    # What a reply in the platform carries to name this post (Slack: "<channel>:<ts>" of the
+    # thread), so the channel can find the request again (`Answers.find`).
+    reply_key: str | None = None
+    # HumanLayer status fields this post fills in (Slack: {"slack_message_ts": ts}).
+    status_fields: dict[str, str] = field(default_factory=dict)
 
 
 def load_progress(progress_json: str | None) -> Progress | None:

@@ -86,32 +86,34 @@ def retry(conn: Connection, job_id: int, *, run_at: datetime, error: str) -> Non
         "run_at": run_at,
         "locked_until": None,
         "last_error": error,
+        "waiting_for": None,  # it failed for another reason: a reconnect does not hurry it
         "updated_at": utcnow(),
     }
     conn.execute(sa.update(_job).where(_job.c.id == job_id).values(values))
 
 
-def postpone(conn: Connection, job_id: int, *, run_at: datetime, error: str) -> None:
-    """Try again later without spending an attempt (the channel itself was down)."""
+def postpone(
+    conn: Connection, job_id: int, *, run_at: datetime, error: str, waiting_for: str
+) -> None:
+    """Try again later without spending an attempt: the channel `waiting_for` was down, and
+    `resume_waiting` makes the job due as soon as it connects."""
     values = {
         "status": JobStatus.PENDING,
         "run_at": run_at,
         "attempts": _job.c.attempts - 1,
         "locked_until": None,
         "last_error": error,
+        "waiting_for": waiting_for,
         "updated_at": utcnow(),
     }
     conn.execute(sa.update(_job).where(_job.c.id == job_id).values(values))
 
 
-def resume_waiting(conn: Connection, marker: str) -> int:
-    """Jobs postponed because a channel was down are due now that it is up."""
+def resume_waiting(conn: Connection, channel: str) -> int:
+    """Jobs postponed because `channel` was down are due now that it is up."""
     query = (
         sa.update(_job)
-        .where(
-            _job.c.status == JobStatus.PENDING,
-            _job.c.last_error.startswith(marker, autoescape=True),
-        )
+        .where(_job.c.status == JobStatus.PENDING, _job.c.waiting_for == channel)
         .values(run_at=utcnow())
     )
     jobs_queued(conn)

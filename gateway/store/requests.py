@@ -60,12 +60,6 @@ def get_by_rid(conn: Connection, rid: str) -> Request | None:
     return _to_request((conn.execute(query)).first())
 
 
-def get_by_slack_ts(conn: Connection, ts: str) -> list[Request]:
-    """Requests whose Slack message has this ts (a thread's parent); callers check the channel."""
-    query = sa.select(_request).where(_request.c.slack_message_ts == ts)
-    return [Request(**row._mapping) for row in (conn.execute(query)).all()]
-
-
 def decide(conn: Connection, rid: str, status: Status, fields: dict[str, Any]) -> Request | None:
     """Compare-and-set: only a pending request changes; None means someone decided first."""
     query = (
@@ -109,15 +103,21 @@ def get_with_project(conn: Connection, rid: str) -> tuple[Request | None, str | 
     return row, name.scalar_one_or_none()
 
 
-def thread_candidates(conn: Connection, ts: str) -> tuple[list[Request], list[Delivery]]:
-    """Requests whose Slack message has this ts, with their deliveries (to check the channel)."""
-    rows = get_by_slack_ts(conn, ts)
-    return rows, list_deliveries(conn, [row.rid for row in rows])
+def find_by_reply_key(conn: Connection, channel: str, reply_key: str) -> str | None:
+    """The rid of the request whose post through `channel` a reply names (`Sent.reply_key`)."""
+    query = sa.select(_delivery.c.rid).where(
+        _delivery.c.channel == channel, _delivery.c.reply_key == reply_key
+    )
+    return conn.execute(query.limit(1)).scalar_one_or_none()
 
 
-def set_slack_message_ts(conn: Connection, rid: str, ts: str) -> None:
-    query = sa.update(_request).where(_request.c.rid == rid).values(slack_message_ts=ts)
-    conn.execute(query)
+def add_wire_status(conn: Connection, rid: str, fields: dict[str, str]) -> None:
+    """Merge HumanLayer status fields a post filled in (`Sent.status_fields`)."""
+    query = sa.select(_request.c.wire_status_json).where(_request.c.rid == rid)
+    current = conn.execute(query).scalar_one_or_none()
+    merged = (json.loads(current) if current else {}) | fields
+    update = sa.update(_request).where(_request.c.rid == rid)
+    conn.execute(update.values(wire_status_json=dumps(merged)))
 
 
 def add_to_route(conn: Connection, rid: str, target: dict[str, Any]) -> None:
@@ -227,10 +227,13 @@ def update_delivery(
     *,
     status: DeliveryStatus,
     ref: dict[str, Any] | None = None,
+    reply_key: str | None = None,
     error: str | None = None,
     at: datetime | None = None,
 ) -> None:
     values: dict[str, Any] = {"status": status, "error": error, "updated_at": at or utcnow()}
     if ref is not None:
         values["ref_json"] = dumps(ref)
+    if reply_key is not None:
+        values["reply_key"] = reply_key
     conn.execute(sa.update(_delivery).where(_delivery.c.id == delivery_id).values(values))

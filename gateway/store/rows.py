@@ -52,7 +52,7 @@ class Request:
     option_name: str | None = None
     response: str | None = None
     user_info_json: str | None = None
-    slack_message_ts: str | None = None
+    wire_status_json: str | None = None
     requested_at: datetime
     responded_at: datetime | None = None
     policy_json: str | None = None
@@ -95,6 +95,7 @@ class Delivery:
     target_json: str
     status: str
     ref_json: str | None = None
+    reply_key: str | None = None
     error: str | None = None
     updated_at: datetime
 
@@ -113,6 +114,7 @@ class OutboxJob:
     locked_until: datetime | None = None
     claimed_by: str | None = None
     last_error: str | None = None
+    waiting_for: str | None = None
     created_at: datetime
     updated_at: datetime
 

@@ -71,7 +71,8 @@ class Request(SQLModel, table=True):
     option_name: str | None = Field(default=None, max_length=255)
     response: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
     user_info_json: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
-    slack_message_ts: str | None = Field(default=None, max_length=64, index=True)
+    # HumanLayer status fields a channel's post filled in (Slack's `slack_message_ts`).
+    wire_status_json: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
     requested_at: datetime = Field(sa_column=_ts())
     responded_at: datetime | None = Field(default=None, sa_column=_ts(nullable=True))
     # An approval policy (gateway.policy) when the first answer does not simply decide,
@@ -113,6 +114,7 @@ class Delivery(SQLModel, table=True):
     """One routed target of a request, and what its channel did with it."""
 
     __tablename__ = "delivery"
+    __table_args__ = (sa.Index("ix_delivery_reply_key", "channel", "reply_key"),)
 
     id: int | None = Field(default=None, primary_key=True)
     rid: str = Field(foreign_key="request.rid", index=True, max_length=32)
@@ -120,6 +122,8 @@ class Delivery(SQLModel, table=True):
     target_json: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
     status: str = Field(max_length=16)
     ref_json: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
+    # What a reply in the platform carries to name this post (`Sent.reply_key`).
+    reply_key: str | None = Field(default=None, max_length=255)
     error: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
     updated_at: datetime = Field(sa_column=_ts())
 
@@ -142,6 +146,8 @@ class OutboxJob(SQLModel, table=True):
     locked_until: datetime | None = Field(default=None, sa_column=_ts(nullable=True))
     claimed_by: str | None = Field(default=None, max_length=64)  # the worker holding the lease
     last_error: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
+    # A postponed job's channel, while that channel is not connected (`ChannelDown`).
+    waiting_for: str | None = Field(default=None, max_length=16)
     created_at: datetime = Field(sa_column=_ts())
     updated_at: datetime = Field(sa_column=_ts())
 

@@ -22,9 +22,11 @@ def status_of(row: Request) -> dict[str, Any]:
     common: dict[str, Any] = {
         "requested_at": iso(row.requested_at),
         "responded_at": iso(row.responded_at),
-        "slack_message_ts": row.slack_message_ts,
+        "slack_message_ts": None,  # HumanLayer's field, filled in by a Slack post
         "user_info": json.loads(row.user_info_json) if row.user_info_json else None,
     }
+    if row.wire_status_json is not None:
+        common |= json.loads(row.wire_status_json)
     if row.kind == Kind.FUNCTION_CALL:
         return common | {
             "approved": _approved(row.status),

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import common
 from bench.decision_latency import Phase, baseline_round_trips
-from tests.channels.discord.test_discord import ALICE, CHANNEL, custom_ids, footer_text
+from tests.channels.discord.helpers import ALICE, CHANNEL, custom_ids, footer_text
 from tests.fakes.discord import FakeDiscord
 from tests.services.gateway_process import GatewayProcess
 

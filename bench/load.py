@@ -13,7 +13,7 @@ from gateway.security.crypto import new_rid
 from gateway.store import Database, dumps, utcnow
 from gateway.store import projects as project_store
 from gateway.store import requests as request_store
-from gateway.store.rows import Request
+from gateway.store.rows import RequestRow
 
 CHUNK = 2000  # rows per write: big enough to load fast, small enough to keep batches short
 WEB_ROUTE = dumps([{"channel": "web", "address": {}, "responders": None, "via": "default"}])
@@ -25,7 +25,7 @@ def _insert(conn: Connection, project: str, call_ids: Sequence[str]) -> None:
     now = utcnow()
     for call_id in call_ids:
         spec = {"fn": "send_email", "kwargs": {"to": "ops@example.com", "n": call_id}}
-        request = Request(
+        request = RequestRow(
             rid=new_rid(),
             project_id=row.id,
             kind="function_call",

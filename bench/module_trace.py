@@ -34,7 +34,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.channels.slack.test_slack import button_rid, click, signed_headers, slack_channel
+from tests.channels.slack.helpers import button_rid, click, signed_headers, slack_channel
 from tests.fakes.slack import FakeSlack
 from tests.services.inprocess import running_gateway, test_settings
 

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import common
 from bench.decision_latency import Phase, baseline_round_trips
-from tests.channels.slack.test_slack import SIGNING_SECRET, button_rid, click, signed_headers
+from tests.channels.slack.helpers import SIGNING_SECRET, button_rid, click, signed_headers
 from tests.fakes.slack import FakeSlack
 from tests.services.gateway_process import GatewayProcess
 

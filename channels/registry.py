@@ -1,4 +1,5 @@
-"""The registry: a plain dict from channel name to a factory; only the composition root reads it."""
+"""The registry: a plain dict from channel name to its factory, which takes the channel's
+`ChannelContext`; only the composition root (`gateway.app`, `gateway.cli`) reads it."""
 
 from __future__ import annotations
 
@@ -8,14 +9,15 @@ from channels.discord.channel import DiscordChannel
 from channels.email.channel import EmailChannel
 from channels.slack.channel import SlackChannel
 from channels.web import WebChannel
-from gateway.seam.channel import Channel
-from gateway.vocabulary import ChannelName
+from gateway.seam import Channel, ChannelContext, ChannelName
 
-REGISTRY: dict[ChannelName, Callable[[], Channel]] = {
+ChannelFactory = Callable[[ChannelContext], Channel]
+
+REGISTRY: dict[str, ChannelFactory] = {
     ChannelName.WEB: WebChannel,
     ChannelName.SLACK: SlackChannel,
     ChannelName.DISCORD: DiscordChannel,
     ChannelName.EMAIL: EmailChannel,
 }
 
-__all__ = ["REGISTRY"]
+__all__ = ["REGISTRY", "ChannelFactory"]

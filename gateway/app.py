@@ -7,42 +7,47 @@ import contextlib
 import gc
 import logging
 import socket
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager
 
 import httpx
 import uvicorn
 from fastapi import FastAPI
 
-from channels.registry import REGISTRY
+from channels.registry import REGISTRY, ChannelFactory
 from gateway import __version__
 from gateway.api import channels_status, conformance, errors, extensions, health, routes
 from gateway.api.body import BodyLimit
 from gateway.cli.bootstrap import sync_config_webhooks
 from gateway.core import Core
+from gateway.doors import channel_context
 from gateway.mcp.deferred import DeferredDoor
 from gateway.outbox.dispatch import FINISH_SECONDS, Dispatcher
 from gateway.policies.routing import load_config
 from gateway.runtime.logs import RequestId
 from gateway.runtime.ownership import Ownership, default_replica_id
 from gateway.runtime.supervisor import Supervisor, shutdown_step
-from gateway.seam.channel import Channel, Connected, Mountable
+from gateway.seam.channel import Channel, Connected, Routed
 from gateway.security.crypto import SecretBox
 from gateway.settings import Settings
 from gateway.store import Database, migrate
+from gateway.vocabulary import ChannelName
 
 log = logging.getLogger(__name__)
 START_SECONDS = 2.0  # a channel's start only launches tasks; a slow one is a bug, not a wait
 
 
-def build_core(settings: Settings) -> Core:
-    return Core(
+def build_core(settings: Settings, factories: Mapping[str, ChannelFactory] = REGISTRY) -> Core:
+    """The core, and each channel built by its factory with its context over the core."""
+    core = Core(
         settings=settings,
         db=Database(settings.database_url),
         config=load_config(settings.config),
         box=SecretBox.from_settings(settings),
-        channels={name: factory() for name, factory in REGISTRY.items()},
     )
+    for name, factory in factories.items():
+        core.channels[name] = factory(channel_context(core, ChannelName(name)))
+    return core
 
 
 @asynccontextmanager
@@ -125,8 +130,8 @@ def create_app(core: Core) -> FastAPI:
     app.include_router(channels_status.router, prefix="/gateway/v1")
     door.mount(app)
     for channel in core.channels.values():
-        if isinstance(channel, Mountable):
-            channel.mount(app, core)
+        if isinstance(channel, Routed):
+            channel.mount(app)
     errors.install(app)
     app.add_middleware(BodyLimit, limit=core.settings.max_body_bytes)
     app.add_middleware(RequestId)  # every log line written while serving a request has its id

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from gateway.lifecycle import Kind, Status
@@ -17,7 +16,7 @@ from gateway.security.crypto import SecretBox
 from gateway.security.key_cache import KeyCache
 from gateway.settings import Settings
 from gateway.store import Changes, Database
-from gateway.store.rows import ApiKey, Project, Request
+from gateway.store.rows import ApiKeyRow, ProjectRow, RequestRow
 
 LINK_TTL_SECONDS = 14 * 24 * 3600  # an emailed request link lets its recipient decide
 
@@ -26,8 +25,8 @@ LINK_TTL_SECONDS = 14 * 24 * 3600  # an emailed request link lets its recipient 
 class Caller:
     """Who is calling the API: the project comes from the key, never from the body."""
 
-    project: Project
-    key: ApiKey
+    project: ProjectRow
+    key: ApiKeyRow
     core: Core = field(repr=False)  # the gateway this caller reached (the API's handles)
 
     @property
@@ -42,11 +41,13 @@ class Core:
     db: Database
     config: RoutingConfig
     box: SecretBox
-    channels: Mapping[str, Channel]
     waiters: Waiters = field(default_factory=Waiters)
     keys: KeyCache = field(default_factory=KeyCache)
     outbox_wakeup: asyncio.Event = field(default_factory=asyncio.Event)
     stopping: asyncio.Event = field(default_factory=asyncio.Event)  # set once, at shutdown
+    # Filled by the composition root right after the core is made: each channel is built
+    # with a context over the core (`gateway.doors.channel_context`).
+    channels: dict[str, Channel] = field(default_factory=dict)
 
     def stop(self) -> None:
         """The process is shutting down (SIGTERM): long-polls answer with the current state
@@ -83,8 +84,11 @@ class Core:
     def link_key(self) -> bytes:
         return self.box.subkey("request-link")
 
-    def view(self, row: Request, project: str) -> RequestView:
-        secrets = json.loads(self.box.open(row.sealed_secrets)) if row.sealed_secrets else {}
+    def view(self, row: RequestRow, project: str, *, with_secrets: bool = True) -> RequestView:
+        """The request as channels see it; `with_secrets=False` leaves the agent's
+        write-only values sealed (the console never uses them)."""
+        sealed = row.sealed_secrets if with_secrets else None
+        secrets = json.loads(self.box.open(sealed)) if sealed else {}
         return RequestView(
             rid=row.rid,
             project=project,

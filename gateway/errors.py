@@ -35,6 +35,12 @@ class Unauthorized(GatewayError):
     status_code = 401
 
 
+class BadToken(GatewayError, ValueError):
+    """A signed link, cookie or notice is forged, damaged or expired (the message says which)."""
+
+    status_code = 403
+
+
 class IllegalTransition(GatewayError):
     """A lifecycle transition that the state machine does not allow."""
 

@@ -22,7 +22,7 @@ from gateway.security.crypto import new_rid
 from gateway.store import dumps, utcnow
 from gateway.store import outbox as outbox_store
 from gateway.store import requests as request_store
-from gateway.store.rows import Request
+from gateway.store.rows import RequestRow
 from gateway.vocabulary import AuditEvent, DeliveryStatus, JobKind
 from gateway.wire.models import FunctionCallIn, HumanContactIn, is_call_id
 from gateway.wire.output import to_wire
@@ -101,7 +101,7 @@ def queue_delivery(
     return delivery_id
 
 
-def _record_route(conn: Connection, core: Core, row: Request, plan: Plan) -> None:
+def _record_route(conn: Connection, core: Core, row: RequestRow, plan: Plan) -> None:
     audit: list[tuple[AuditEvent, dict[str, Any]]] = [
         (AuditEvent.CREATED, {"call_id": row.call_id}),
         (AuditEvent.ROUTED, {"targets": len(plan.targets)}),
@@ -114,7 +114,7 @@ def _record_route(conn: Connection, core: Core, row: Request, plan: Plan) -> Non
 def add_targets(
     conn: Connection,
     core: Core,
-    row: Request,
+    row: RequestRow,
     targets: list[Target],
     delays: list[float] | None = None,
 ) -> list[tuple[AuditEvent, dict[str, Any]]]:
@@ -145,7 +145,7 @@ def add_targets(
     return audit
 
 
-def _same_request(existing: Request, kind: Kind, fingerprint: str) -> Request:
+def _same_request(existing: RequestRow, kind: Kind, fingerprint: str) -> RequestRow:
     if existing.kind != kind:
         raise Conflict(f"call_id {existing.call_id!r} is already used by a {noun(existing.kind)}")
     if existing.body_hash != fingerprint:
@@ -164,7 +164,7 @@ async def create(core: Core, caller: Caller, kind: Kind, body: Incoming) -> dict
     planned = _plan(core, caller, kind, body)
     route_wire = [target.model_dump(mode="json") for target in planned.targets]
     requested_at = utcnow()
-    row = Request(
+    row = RequestRow(
         rid=new_rid(),
         project_id=caller.project_id,
         kind=kind.value,
@@ -181,7 +181,7 @@ async def create(core: Core, caller: Caller, kind: Kind, body: Incoming) -> dict
         expires_at=planned.expires_at(requested_at, body.spec.expires_at),
     )
 
-    def insert(conn: Connection) -> Request:
+    def insert(conn: Connection) -> RequestRow:
         """The new row, or the one already stored under this call_id (then nothing changes)."""
         if not request_store.insert_request(conn, row):
             existing = request_store.get_by_call_id(conn, caller.project_id, body.call_id)
@@ -196,7 +196,7 @@ async def create(core: Core, caller: Caller, kind: Kind, body: Incoming) -> dict
     return to_wire(row, spec=spec, route=route_wire)
 
 
-async def find(core: Core, caller: Caller, kind: Kind, call_id: str) -> Request:
+async def find(core: Core, caller: Caller, kind: Kind, call_id: str) -> RequestRow:
     """The caller's request of this kind, or NotFound (also for another project's call)."""
     if not is_call_id(call_id):  # cannot exist; PostgreSQL would also refuse a NUL in text
         raise NotFound(f"no {noun(kind)} with call_id {call_id!r} in this project")

@@ -11,10 +11,12 @@ from typing import Any
 
 import httpx
 
+from gateway.doors import offline_context
 from gateway.outbox.webhooks import add_endpoint
 from gateway.runtime.logs import ACCESS_LOGGER
+from gateway.seam import ChannelContext, ChannelName
 from gateway.store import projects as project_store
-from tests.services.inprocess import RunningGateway
+from tests.services.inprocess import RunningGateway, test_settings
 
 
 async def eventually(check: Callable[[], Awaitable[bool]], *, within: float = 15) -> None:
@@ -25,6 +27,12 @@ async def eventually(check: Callable[[], Awaitable[bool]], *, within: float = 15
             if await check():
                 return
             await asyncio.sleep(0.02)
+
+
+def detached(name: str) -> ChannelContext:
+    """The context of a channel a test drives directly, with no gateway running: it may talk
+    to its platform (a fake), and any door to the core says it needs `gateway serve`."""
+    return offline_context(test_settings("sqlite:///unused.db"), ChannelName(name))
 
 
 async def add_webhook(gateway: RunningGateway, url: str, project: str = "default") -> str:

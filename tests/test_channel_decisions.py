@@ -1,11 +1,11 @@
-"""Answers arriving from any channel: one path (gateway.answers) decides who may answer,
+"""Answers arriving from any channel: one path (the answer door) decides who may answer,
 reads options and free text, lets the first answer win and names who won."""
 
 from __future__ import annotations
 
 import pytest
 
-from gateway.doors.answers import answer
+from gateway.seam import Answers
 from gateway.seam.answers import Answered, Refusal, Refused
 from gateway.seam.callbacks import Verb
 from gateway.seam.people import Responder
@@ -16,6 +16,11 @@ from tests.helpers import events
 from tests.services.inprocess import RunningGateway
 
 SLACK_C1 = {"slack": {"channel_or_user_id": "C1"}}
+
+
+def answers(gateway: RunningGateway) -> Answers:
+    """The answer path, as every channel is given it."""
+    return gateway.context("slack").answers
 
 
 def on_slack(user: str) -> Responder:
@@ -31,11 +36,11 @@ async def test_only_allowed_responders_decide(
 ) -> None:
     slack = {"slack": {"channel_or_user_id": "C1", "allowed_responder_ids": ["U0ALICE"]}}
     rid = (await request_factory(gateway, "allowed", channel=slack)).rid
-    refused = await answer(gateway.core, rid, Verb.APPROVE, on_slack("U0MALLORY"))
+    refused = await answers(gateway).answer(rid, Verb.APPROVE, on_slack("U0MALLORY"))
     assert refused == Refused(Refusal.NOT_ALLOWED, "you are not allowed to answer this request")
     async with gateway.client() as client:
         assert (await client.get("/function_calls/allowed")).json()["gateway_status"] == "pending"
-    decided = await answer(gateway.core, rid, Verb.APPROVE, on_slack("U0ALICE"))
+    decided = await answers(gateway).answer(rid, Verb.APPROVE, on_slack("U0ALICE"))
     assert isinstance(decided, Answered) and decided.request.status == "approved"
 
 
@@ -43,7 +48,7 @@ async def test_anyone_in_the_channel_when_no_list(
     gateway: RunningGateway, request_factory: RequestFactory
 ) -> None:
     rid = (await request_factory(gateway, "open", channel=SLACK_C1)).rid
-    decided = await answer(gateway.core, rid, Verb.APPROVE, on_slack("U0ANY"))
+    decided = await answers(gateway).answer(rid, Verb.APPROVE, on_slack("U0ANY"))
     assert isinstance(decided, Answered) and decided.request.user_info == {
         "channel": "slack",
         "user_id": "U0ANY",
@@ -55,14 +60,14 @@ async def test_late_answers_are_told_who_decided_in_the_same_words_everywhere(
     gateway: RunningGateway, request_factory: RequestFactory
 ) -> None:
     rid = (await request_factory(gateway, "late", channel=SLACK_C1)).rid
-    await answer(gateway.core, rid, Verb.APPROVE, on_slack("U0ALICE"))
-    late_slack = await answer(gateway.core, rid, Verb.APPROVE, on_slack("U0BOB"))
-    late_discord = await answer(gateway.core, rid, Verb.REPLY, on_discord("42"), text="no")
+    await answers(gateway).answer(rid, Verb.APPROVE, on_slack("U0ALICE"))
+    late_slack = await answers(gateway).answer(rid, Verb.APPROVE, on_slack("U0BOB"))
+    late_discord = await answers(gateway).answer(rid, Verb.REPLY, on_discord("42"), text="no")
     assert isinstance(late_slack, Refused) and isinstance(late_discord, Refused)
     assert late_slack == late_discord  # the same refusal, word for word
     assert late_slack.why == Refusal.DECIDED
     assert "already approved by U0ALICE in Slack at" in late_slack.message
-    gone = await answer(gateway.core, "no-such-rid", Verb.APPROVE, on_slack("U0BOB"))
+    gone = await answers(gateway).answer("no-such-rid", Verb.APPROVE, on_slack("U0BOB"))
     assert gone == Refused(Refusal.GONE, "this request no longer exists")
 
 
@@ -88,7 +93,9 @@ async def test_each_verb_decides_by_the_core_rules(
 ) -> None:
     spam = [{"name": "spam", "prompt_fill": "marked as spam"}]
     made = await request_factory(gateway, channel=SLACK_C1, reject_options=spam)
-    done = await answer(gateway.core, made.rid, verb, on_slack("U0ALICE"), text=text, choice=choice)
+    done = await answers(gateway).answer(
+        made.rid, verb, on_slack("U0ALICE"), text=text, choice=choice
+    )
     assert isinstance(done, Answered)
     assert (done.request.status, done.request.comment) == (status, comment)
     assert describe(done.request).startswith(f"{status.capitalize()} by U0ALICE in Slack at ")
@@ -108,7 +115,7 @@ async def test_wrong_verbs_unknown_options_and_missing_answers_are_refused(
         (question.rid, Verb.ANSWER, {"text": "  "}, Refusal.MISSING_TEXT),
     ]
     for rid, verb, details, why in cases:
-        refused = await answer(gateway.core, rid, verb, who, **details)
+        refused = await answers(gateway).answer(rid, verb, who, **details)
         assert isinstance(refused, Refused) and refused.why == why, (verb, details, refused)
     for made in (call, question):
         trail = await events(gateway, made.call_id)

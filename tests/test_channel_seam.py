@@ -15,8 +15,9 @@ from gateway.errors import DeliveryError
 from gateway.seam.channel import Channel
 from gateway.seam.targets import Target
 from gateway.seam.views import RequestView, Sent
+from gateway.vocabulary import ChannelName
 from tests.factories import RequestFactory
-from tests.helpers import events, eventually, outbox_idle
+from tests.helpers import detached, events, eventually, outbox_idle
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings
 
 TO_C1 = {"slack": {"channel_or_user_id": "C1"}}
@@ -26,7 +27,7 @@ TO_C1 = {"slack": {"channel_or_user_id": "C1"}}
 class RecordingChannel:
     """A channel that records calls; `script` says how each send ends."""
 
-    name: str = "slack"
+    name: ChannelName = ChannelName.SLACK
     script: list[str] = field(default_factory=list)
     sends: list[tuple[RequestView, Target]] = field(default_factory=list)
     updates: list[tuple[RequestView, dict[str, Any]]] = field(default_factory=list)
@@ -66,7 +67,8 @@ def channel() -> RecordingChannel:
 
 @pytest.fixture
 async def gateway(db_url: str, channel: RecordingChannel) -> AsyncIterator[RunningGateway]:
-    async with running_gateway(test_settings(db_url), channels={"slack": channel}) as running:
+    channels = {"slack": lambda _context: channel}  # a test double: it needs no context
+    async with running_gateway(test_settings(db_url), channels=channels) as running:
         yield running
 
 
@@ -149,7 +151,7 @@ async def test_decided_before_delivery_is_not_sent(
 
 def test_every_registered_channel_implements_the_seam() -> None:
     for name, factory in REGISTRY.items():
-        channel: Channel = factory()
+        channel: Channel = factory(detached(name))
         assert channel.name == name
         assert isinstance(channel.missing_settings(), list)
         for method in ("start", "send", "update", "aclose"):

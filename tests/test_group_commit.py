@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
+import pytest
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import OperationalError
 
@@ -19,7 +20,15 @@ from gateway.store import Database
 from gateway.store import projects as project_store
 from tests.factories import create_path, request_body
 from tests.helpers import eventually
-from tests.services.inprocess import RunningGateway
+from tests.services.inprocess import RunningGateway, running_gateway, test_settings
+
+
+@pytest.fixture
+async def gateway(db_url: str) -> AsyncIterator[RunningGateway]:
+    """A gateway whose outbox worker and change feed wait to be woken (nothing here queues a
+    job): no write of theirs joins the batches these tests count."""
+    async with running_gateway(test_settings(db_url, outbox_poll_seconds=60)) as running:
+        yield running
 
 
 @asynccontextmanager

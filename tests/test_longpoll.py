@@ -18,7 +18,7 @@ from gateway.lifecycle import Event
 from gateway.store import Database
 from gateway.store import requests as request_store
 from gateway.store.engine import LISTENER_NAME
-from gateway.store.rows import Request
+from gateway.store.rows import RequestRow
 from tests.factories import RequestFactory
 from tests.helpers import eventually
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings
@@ -137,7 +137,7 @@ async def test_decision_just_before_the_waiter_registers_is_seen(
         first_read = intake.find
         reads = 0
 
-        async def read_then_someone_decides(*args: Any, **kwargs: Any) -> Request:
+        async def read_then_someone_decides(*args: Any, **kwargs: Any) -> RequestRow:
             nonlocal reads
             row = await first_read(*args, **kwargs)
             reads += 1

@@ -73,7 +73,7 @@ def posted_to_slack_before_0010(url: str) -> None:
         url,
         "INSERT INTO delivery (rid, channel, target_json, status, ref_json, updated_at)"
         " VALUES ('rid-1', 'slack', '{}', 'sent',"
-        " '{\"channel\":\"C1\",\"ts\":\"1700000000.000100\"}', :at)",
+        ' \'{"channel":"C1","ts":"1700000000.000100"}\', :at)',
         at=AT,
     )
     for kind, error in (

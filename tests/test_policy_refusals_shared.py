@@ -22,25 +22,25 @@ import pytest
 
 from channels.discord import interactions as discord_interactions
 from channels.discord import render as discord_render
+from channels.discord.channel import DiscordChannel
 from channels.slack import listeners as slack_listeners
 from channels.slack import render as slack_render
-from gateway.doors import answers
-from gateway.doors.answers import answerable
+from channels.slack.channel import SlackChannel
+from channels.slack.settings import SlackSettings
+from gateway import seam
 from gateway.lifecycle import Status
-from gateway.seam import answers as seam_answers
-from gateway.seam import sentences
 from gateway.seam.answers import Refusal, Refused
 from gateway.seam.people import Responder
 from gateway.seam.sentences import describe
 from gateway.seam.views import RequestView
 from gateway.store import requests as request_store
 from gateway.vocabulary import AnsweredIn
-from tests.channels.discord.test_discord import gateway_with_bot, posted_message
-from tests.channels.slack.test_slack import click, send, slack_channel
+from tests.channels.discord.helpers import gateway_with_bot, posted_message
+from tests.channels.slack.helpers import click, send, slack_channel
 from tests.factories import RequestFactory
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.slack import FakeSlack
-from tests.helpers import events, eventually, outbox_idle
+from tests.helpers import detached, events, eventually, outbox_idle
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings
 
 CHANNEL_MESSAGE, UPDATE_MESSAGE, EPHEMERAL = 4, 7, 64
@@ -306,7 +306,9 @@ async def test_someone_not_allowed_gets_the_cores_refusal(
     platform: Driver, request_factory: RequestFactory
 ) -> None:
     rid = await create(platform, request_factory, "not-allowed")
-    expected = await answerable(platform.gateway.core, rid, platform.responder(platform.mallory))
+    expected = await platform.gateway.context().answers.refusal(
+        rid, platform.responder(platform.mallory)
+    )
     assert isinstance(expected, Refused) and expected.why == Refusal.NOT_ALLOWED
 
     told = await platform.refused(rid, "not-allowed", platform.mallory)
@@ -354,7 +356,9 @@ async def test_a_late_click_gets_the_cores_already_decided_refusal(
     assert view.status == Status.APPROVED
     assert view.user_info is not None and view.user_info["user_id"] == platform.bob
 
-    expected = await answerable(platform.gateway.core, rid, platform.responder(platform.carol))
+    expected = await platform.gateway.context().answers.refusal(
+        rid, platform.responder(platform.carol)
+    )
     assert isinstance(expected, Refused) and expected.why == Refusal.DECIDED
     told = await platform.refused(rid, "late", platform.carol, seen=carol_sees)
 
@@ -418,7 +422,9 @@ async def test_a_refusal_shows_the_agents_text_escaped(
         )
     assert decided.status_code == 200, decided.text  # an operator's answer is a veto
     await settled(platform)
-    expected = await answerable(platform.gateway.core, rid, platform.responder(platform.carol))
+    expected = await platform.gateway.context().answers.refusal(
+        rid, platform.responder(platform.carol)
+    )
     assert isinstance(expected, Refused) and call_id in expected.message
 
     told = await platform.refused(rid, call_id, platform.carol, seen=stale)
@@ -426,13 +432,20 @@ async def test_a_refusal_shows_the_agents_text_escaped(
     assert told == platform.escape(expected.message)
 
 
-def test_both_channels_take_their_sentences_from_gateway_answers() -> None:
+def test_both_channels_take_the_answer_path_and_sentences_from_the_core(
+    tmp_path: Path,
+) -> None:
     """The answer path and the sentences are the core's own objects in both channels, not
-    copies that could drift apart."""
+    copies that could drift apart: each channel answers through the door its context gives."""
+    slack_context, discord_context = detached("slack"), detached("discord")
+    settings = SlackSettings(  # type: ignore[call-arg]
+        _env_file=None, bot_token="xoxb-t", signing_secret="s", api_url="http://127.0.0.1:9/"
+    )
+    assert SlackChannel(slack_context, settings).listeners.answers is slack_context.answers
+    assert DiscordChannel(discord_context).interactions.answers is discord_context.answers
     for listener in (slack_listeners, discord_interactions):
-        assert listener.answer is answers.answer
-        assert listener.answerable is answers.answerable
-        assert listener.Refused is seam_answers.Refused
+        assert not hasattr(listener, "answer") and not hasattr(listener, "answerable")
+        assert listener.Refused is seam.Refused
     for render in (slack_render, discord_render):
-        assert render.describe is sentences.describe
-        assert render.reminder_text is sentences.reminder_text
+        assert render.describe is seam.describe
+        assert render.reminder_text is seam.reminder_text

@@ -19,7 +19,7 @@ from gateway.store import Database, dumps, migrate, rows, tables, utcnow
 from gateway.store import outbox as outbox_store
 from gateway.store import projects as project_store
 from gateway.store import requests as request_store
-from gateway.store.rows import Request, changed
+from gateway.store.rows import RequestRow, changed
 from gateway.store.values import as_utc
 
 
@@ -33,8 +33,8 @@ async def db(db_url: str) -> AsyncIterator[Database]:
         await database.aclose()
 
 
-def request_row(project_id: int, call_id: str) -> Request:
-    return Request(
+def request_row(project_id: int, call_id: str) -> RequestRow:
+    return RequestRow(
         rid=f"rid-{call_id}",
         project_id=project_id,
         kind="function_call",
@@ -49,7 +49,7 @@ def request_row(project_id: int, call_id: str) -> Request:
     )
 
 
-def insert_new(conn: Connection, call_id: str) -> Request:
+def insert_new(conn: Connection, call_id: str) -> RequestRow:
     project = project_store.ensure_project(conn, "default")
     assert project.id is not None
     row = request_row(project.id, call_id)
@@ -57,7 +57,7 @@ def insert_new(conn: Connection, call_id: str) -> Request:
     return row
 
 
-async def new_request(db: Database, call_id: str = "c1") -> Request:
+async def new_request(db: Database, call_id: str = "c1") -> RequestRow:
     return await db.write(insert_new, call_id)
 
 
@@ -203,8 +203,16 @@ async def test_sqlite_durability_settings(tmp_path: Path) -> None:
 
 def test_each_row_class_has_its_tables_columns_in_order() -> None:
     """rows.py mirrors tables.py: a column added to one and not the other fails here."""
-    names = ("Project", "ApiKey", "Request", "RequestEvent", "Delivery", "OutboxJob")
-    for name in (*names, "WebhookEndpoint"):
+    pairs = {
+        "Project": rows.ProjectRow,
+        "ApiKey": rows.ApiKeyRow,
+        "Request": rows.RequestRow,
+        "RequestEvent": rows.EventRow,
+        "Vote": rows.VoteRow,
+        "Delivery": rows.DeliveryRow,
+        "OutboxJob": rows.JobRow,
+        "WebhookEndpoint": rows.EndpointRow,
+    }
+    for name, row in pairs.items():
         table = getattr(tables, name).__table__
-        row = getattr(rows, name)
         assert [f.name for f in dataclasses.fields(row)] == [c.name for c in table.columns], name

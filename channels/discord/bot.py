@@ -16,8 +16,7 @@ from discord.gateway import DiscordWebSocket, ReconnectWebSocket
 from channels.discord.interactions import Interactions
 from channels.discord.sessions import SessionLog, point_of
 from channels.discord.settings import DiscordSettings
-from gateway.doors.resume_points import ResumePoint
-from gateway.seam.connections import Link, explain
+from gateway.seam import Link, ResumePoint, explain
 
 log = logging.getLogger(__name__)
 

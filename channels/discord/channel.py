@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import aiohttp
 import discord
@@ -24,16 +24,16 @@ from channels.discord.sessions import SessionLog
 from channels.discord.settings import DiscordSettings
 from gateway.errors import ChannelDown, ChannelNotConfigured, DeliveryError
 from gateway.lifecycle import Kind
-from gateway.runtime.supervisor import Supervisor, supervise
-from gateway.seam.connections import Link, require_up
-from gateway.seam.targets import Target
-from gateway.seam.views import RequestView, Sent
-from gateway.vocabulary import ChannelName
-
-if TYPE_CHECKING:
-    from fastapi import FastAPI
-
-    from gateway.core import Core
+from gateway.seam import (
+    ChannelContext,
+    ChannelName,
+    Connection,
+    Link,
+    RequestView,
+    Sent,
+    Target,
+    require_up,
+)
 
 log = logging.getLogger(__name__)
 
@@ -100,24 +100,19 @@ def _fallback_line(target: Target) -> tuple[str | None, discord.AllowedMentions]
 class DiscordChannel:
     name = ChannelName.DISCORD
 
-    def __init__(self, settings: DiscordSettings | None = None) -> None:
+    def __init__(self, context: ChannelContext, settings: DiscordSettings | None = None) -> None:
         self.settings = settings or DiscordSettings()
-        self.interactions: Interactions | None = None
-        self.core: Core | None = None
-        self.connection: Supervisor | None = None
+        self.interactions = Interactions(context.answers)  # clicks come over the websocket
+        self.records = context.records
+        self.connection: Connection | None = None
+        if not self.missing_settings():
+            self.connection = context.supervise(self.name, self._session)
         self._bot: GatewayBot | None = None  # the websocket session's, while it runs
         self._rest: GatewayBot | None = None  # logged in without a websocket
         self._rest_login = asyncio.Lock()
 
     def missing_settings(self) -> list[str]:
         return [] if self.settings.bot_token else ["DISCORD_BOT_TOKEN"]
-
-    def mount(self, app: FastAPI, core: Core, /) -> None:
-        """No HTTP routes: clicks come over the bot's websocket. This hands over the core."""
-        self.interactions = Interactions(core)
-        self.core = core
-        if not self.missing_settings():
-            self.connection = supervise(core, self.name, self._session)
 
     async def start(self) -> None:
         if self.connection is not None:
@@ -126,8 +121,7 @@ class DiscordChannel:
     async def _session(self, link: Link) -> None:
         """Log in (REST works from then on), open the websocket, run until it ends for good;
         discord.py resumes or re-identifies after a drop by itself."""
-        sessions = SessionLog(self.core) if self.core is not None else None
-        bot = GatewayBot(self.interactions, link, sessions)  # a log per bot: old ones go quiet
+        bot = GatewayBot(self.interactions, link, SessionLog(self.records))  # one log per bot
         try:
             await self._login(bot)
             self._bot = bot
@@ -148,7 +142,7 @@ class DiscordChannel:
     async def bot(self) -> GatewayBot:
         """The logged-in bot: the websocket session's where this process runs it; a REST-only
         login where none runs here (the CLI, or a replica standing by for the owner)."""
-        if self.connection is not None and self.connection.owned:
+        if self.connection is not None and self.connection.owned and self.connection.wanted:
             require_up(self.name, self.connection)
             if self._bot is None:  # the session is just tearing down
                 raise ChannelDown(self.name, "the websocket session ended")

@@ -10,19 +10,22 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import discord
 
 from channels.discord.render import as_it_stands, escape
-from gateway.doors.answers import answer, answerable, option_form
-from gateway.seam.answers import Answered, Refused
-from gateway.seam.callbacks import CallbackId, Verb, decode, encode
-from gateway.seam.people import Responder
-from gateway.vocabulary import AnsweredIn
-
-if TYPE_CHECKING:  # the composition root hands the core over
-    from gateway.core import Core
+from gateway.seam import (
+    Answered,
+    AnsweredIn,
+    Answers,
+    CallbackId,
+    Refused,
+    Responder,
+    Verb,
+    decode,
+    encode,
+)
 
 log = logging.getLogger(__name__)
 
@@ -76,8 +79,8 @@ def submitted_text(data: dict[str, Any]) -> str:
 
 
 class Interactions:
-    def __init__(self, core: Core) -> None:
-        self.core = core
+    def __init__(self, answers: Answers) -> None:
+        self.answers = answers
 
     async def received(self, interaction: discord.Interaction[Any]) -> None:
         """Any interaction: one of our buttons or forms is answered, anything else ignored."""
@@ -109,7 +112,7 @@ class Interactions:
 
     async def _interactive(self, interaction: discord.Interaction[Any], click: CallbackId) -> bool:
         """An interactive option opens its form, prefilled; True when it did."""
-        form = await option_form(self.core, click.rid, responder(interaction), click.index)
+        form = await self.answers.option_form(click.rid, responder(interaction), click.index)
         if form is None:
             return False
         await self._open(interaction, click, form.title, WHY, prefill=form.prefill)
@@ -127,11 +130,11 @@ class Interactions:
         """Open the modal, unless the person could not use it (a modal must answer first)."""
         try:
             async with asyncio.timeout(DEFER_AFTER_SECONDS):
-                found = await answerable(self.core, click.rid, responder(interaction))
+                refused = await self.answers.refusal(click.rid, responder(interaction))
         except TimeoutError:
-            found = None  # a slow store must not cost the modal; the submission checks again
-        if isinstance(found, Refused):
-            await _tell(interaction, found.message)
+            refused = None  # a slow store must not cost the modal; the submission checks again
+        if refused is not None:
+            await _tell(interaction, refused.message)
             return
         modal = reason_modal(click, title=title, label=label, prefill=prefill)
         await interaction.response.send_modal(modal)
@@ -150,8 +153,7 @@ class Interactions:
     ) -> None:
         """Answer; show the decided message in place, or privately say why not."""
         work = asyncio.ensure_future(
-            answer(
-                self.core,
+            self.answers.answer(
                 click.rid,
                 click.verb,
                 responder(interaction),

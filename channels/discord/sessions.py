@@ -10,20 +10,12 @@ replica was connected is handled once, after the takeover, rather than lost.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 import discord
 
-from gateway.doors import resume_points
-from gateway.doors.resume_points import ResumePoint
-from gateway.seam.connections import explain
-
-if TYPE_CHECKING:  # the composition root hands the core over
-    from gateway.core import Core
+from gateway.seam import Records, ResumePoint, explain
 
 log = logging.getLogger(__name__)
-
-NAME = "discord"
 
 
 def point_of(ws: discord.gateway.DiscordWebSocket | None) -> ResumePoint | None:
@@ -40,14 +32,14 @@ class SessionLog:
     `ended` when its handler returns; whenever none is being handled, every event up to the
     websocket's sequence number has been handled, and that is the point saved."""
 
-    def __init__(self, core: Core) -> None:
-        self.core = core
+    def __init__(self, records: Records) -> None:
+        self.records = records
         self.handling = 0
         self._saved: ResumePoint | None = None
         self._stopped = False
 
     async def last(self) -> ResumePoint | None:
-        return await resume_points.load(self.core, NAME)
+        return await self.records.resume_point()
 
     def stop(self) -> None:
         """The bot is closing: what its handlers reach now, the next owner replays."""
@@ -66,7 +58,7 @@ class SessionLog:
         if self.handling or self._stopped or point is None or point == self._saved:
             return
         try:
-            await resume_points.save(self.core, NAME, point)
+            await self.records.save_resume_point(point)
         except Exception as error:  # a stale point only replays more: never fail a click
             log.warning("discord: could not save the session's resume point: %s", explain(error))
             return

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import SecretStr, field_validator
 from pydantic_settings import SettingsConfigDict
 
-from gateway.seam.settings import EnvSettings
+from gateway.seam import EnvSettings
 
 DISCORD_API_URL = "https://discord.com/api/v10"
 DISCORD_GATEWAY_URL = "wss://gateway.discord.gg"

@@ -9,10 +9,10 @@ from __future__ import annotations
 import hmac
 from dataclasses import replace
 from email.message import EmailMessage
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import aiosmtplib
-from fastapi import Request
+from fastapi import FastAPI, Request
 
 from channels.email import compose, imap, smtp
 from channels.email.imap import Watcher
@@ -20,17 +20,18 @@ from channels.email.inbound import Inbox
 from channels.email.settings import EmailSettings
 from gateway.errors import ChannelNotConfigured, DeliveryError, InvalidInput, NotFound, Unauthorized
 from gateway.lifecycle import Status
-from gateway.runtime.supervisor import Supervisor, supervise
-from gateway.seam.routes import responses
-from gateway.seam.sentences import describe, reminder_text
-from gateway.seam.targets import Target
-from gateway.seam.views import RequestView, Sent
-from gateway.vocabulary import AnsweredIn, ChannelName
-
-if TYPE_CHECKING:
-    from fastapi import FastAPI
-
-    from gateway.core import Core
+from gateway.seam import (
+    AnsweredIn,
+    ChannelContext,
+    ChannelName,
+    Connection,
+    RequestView,
+    Sent,
+    Target,
+    describe,
+    reminder_text,
+    responses,
+)
 
 KEY_PURPOSE = "email-reply-token"
 
@@ -46,26 +47,22 @@ def outcome_line(request: RequestView) -> str:
 class EmailChannel:
     name = ChannelName.EMAIL
 
-    def __init__(self, settings: EmailSettings | None = None) -> None:
+    def __init__(self, context: ChannelContext, settings: EmailSettings | None = None) -> None:
         self.settings = settings or EmailSettings()
-        self.core: Core | None = None
-        self.inbox: Inbox | None = None
+        self.keys = context.keys
+        self.inbox = Inbox(context.answers, context.records, self.settings, self.key, self._send)
         self.watcher: Watcher | None = None
-        self.connection: Supervisor | None = None  # the IMAP watcher's, when IMAP_HOST is set
-        self._key: bytes | None = None
+        self.connection: Connection | None = None  # the IMAP watcher's, when IMAP_HOST is set
+        if self.settings.imap_host:
+            self.watcher = Watcher(self.settings, context.records, self.inbox.receive)
+            self.connection = context.supervise("imap", self.watcher.session)
 
     def missing_settings(self) -> list[str]:
         required = {"SMTP_HOST": self.settings.smtp_host, "EMAIL_FROM": self.settings.email_from}
         return [name for name, value in required.items() if not value]
 
-    def mount(self, app: FastAPI, core: Core, /) -> None:
+    def mount(self, app: FastAPI, /) -> None:
         """Serve `POST /email/inbound` (raw MIME, EMAIL_INBOUND_SECRET as a bearer token)."""
-        self.core = core
-        self._key = core.box.subkey(KEY_PURPOSE)
-        self.inbox = Inbox(core, self.settings, self._key, self._send)
-        if self.settings.imap_host:
-            self.watcher = Watcher(self.settings, core, self.inbox.receive)
-            self.connection = supervise(core, "imap", self.watcher.session)
         app.add_api_route(
             "/email/inbound",
             self._inbound,
@@ -79,9 +76,8 @@ class EmailChannel:
             self.connection.start()
 
     def key(self) -> bytes:
-        if self._key is None:
-            raise ChannelNotConfigured("the email channel runs inside the gateway (no key yet)")
-        return self._key
+        """The key of reply tokens and Message-IDs (from GATEWAY_SECRET_KEY)."""
+        return self.keys.subkey(KEY_PURPOSE)
 
     async def _send(self, message: EmailMessage, recipients: list[str]) -> None:
         if self.missing_settings():
@@ -89,10 +85,10 @@ class EmailChannel:
         await smtp.send(self.settings, message, recipients)
 
     async def send(self, request: RequestView, target: Target, /) -> Sent:
-        if self.core is not None and request.link is not None:
+        if request.link is not None:
             # The link carries a token for the addressee, who may decide from the page.
             addressee = str(target.address.get("address") or "") or None
-            request = replace(request, link=self.core.link(request.rid, addressee))
+            request = replace(request, link=self.keys.link(request.rid, addressee))
         message, people = compose.request_message(
             request,
             target,
@@ -133,9 +129,9 @@ class EmailChannel:
         """A reminder in the request's thread to the addresses that have not answered
         (`mention`; the target's address when empty), answerable like the request."""
         people = list(dict.fromkeys(mention)) or [str(target.address["address"])]
-        if self.core is not None and request.link is not None and len(people) == 1:
+        if request.link is not None and len(people) == 1:
             # As in `send`: a link only its one addressee may decide from.
-            request = replace(request, link=self.core.link(request.rid, people[0]))
+            request = replace(request, link=self.keys.link(request.rid, people[0]))
         # A retried reminder keeps its Message-ID, so mail clients show one copy.
         message = compose.reminder(
             request, ref, people, reminder_text(request), self.settings, self.key(), number
@@ -144,7 +140,7 @@ class EmailChannel:
 
     async def _inbound(self, request: Request) -> dict[str, str]:
         secret = self.settings.email_inbound_secret
-        if secret is None or self.inbox is None:
+        if secret is None:
             raise NotFound("inbound email is off: set EMAIL_INBOUND_SECRET")
         given = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
         if not hmac.compare_digest(given.encode(), secret.get_secret_value().encode()):
@@ -190,5 +186,4 @@ class EmailChannel:
     async def aclose(self) -> None:
         if self.connection is not None:
             await self.connection.aclose()
-        if self.inbox is not None:
-            await self.inbox.settled()
+        await self.inbox.settled()

@@ -24,9 +24,7 @@ from jinja2.sandbox import SandboxedEnvironment
 from channels.email import tokens
 from channels.email.settings import EmailSettings
 from gateway.lifecycle import Kind
-from gateway.seam.sentences import origin_line
-from gateway.seam.targets import Target
-from gateway.seam.views import RequestView
+from gateway.seam import RequestView, Target, origin_line
 
 log = logging.getLogger(__name__)
 

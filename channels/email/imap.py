@@ -15,17 +15,13 @@ import logging
 import re
 import ssl
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import aioimaplib
 
 from channels.email.settings import EmailSettings
 from channels.email.smtp import tls_context
-from gateway.doors import mail_log
-from gateway.seam.connections import Link
-
-if TYPE_CHECKING:
-    from gateway.core import Core
+from gateway.seam import Link, Records
 
 log = logging.getLogger(__name__)
 
@@ -81,9 +77,9 @@ async def _starttls(client: aioimaplib.IMAP4, host: str, context: ssl.SSLContext
 
 
 class Watcher:
-    def __init__(self, settings: EmailSettings, core: Core, receive: Receive) -> None:
+    def __init__(self, settings: EmailSettings, records: Records, receive: Receive) -> None:
         self.settings = settings
-        self.core = core
+        self.records = records
         self.receive = receive
         self.mailbox = settings.imap_mailbox
         self.connected = asyncio.Event()  # set while logged in and watching (tests wait on it)
@@ -114,7 +110,7 @@ class Watcher:
 
     async def _drain(self, client: aioimaplib.IMAP4, uidvalidity: int) -> None:
         """Hand every message after the checkpoint to the pipeline, oldest first."""
-        saved = await mail_log.checkpoint(self.core, self.mailbox)
+        saved = await self.records.checkpoint(self.mailbox)
         # A new UIDVALIDITY means the old UIDs mean nothing: read the mailbox again (the
         # pipeline's Message-ID check keeps that from deciding anything twice).
         last = saved[1] if saved and saved[0] == uidvalidity else 0
@@ -123,7 +119,7 @@ class Watcher:
             if raw is not None:
                 await self.receive(raw)
                 _ok(await client.uid("store", str(uid), "+FLAGS.SILENT", r"(\Seen)"), "STORE")
-            await mail_log.save_checkpoint(self.core, self.mailbox, uidvalidity, uid)
+            await self.records.save_checkpoint(self.mailbox, uidvalidity, uid)
 
     async def _uids_after(self, client: aioimaplib.IMAP4, last: int) -> list[int]:
         response = _ok(await client.uid_search(f"UID {last + 1}:*"), "UID SEARCH")

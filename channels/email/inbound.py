@@ -16,28 +16,31 @@ from dataclasses import dataclass
 from email import policy
 from email.message import EmailMessage
 from email.parser import BytesParser
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from channels.email import compose, reading, tokens
 from channels.email.settings import EmailSettings
-from gateway.answers.decisions import allowed_responders
-from gateway.doors import mail_log, reader
-from gateway.doors.answers import answer
 from gateway.lifecycle import Status
-from gateway.seam.answers import Refusal, Refused
-from gateway.seam.callbacks import Verb
-from gateway.seam.people import Responder, already_decided
-from gateway.seam.sentences import describe
-from gateway.seam.views import RequestView
-from gateway.vocabulary import AnsweredIn, ChannelName
-
-if TYPE_CHECKING:
-    from gateway.core import Core
+from gateway.seam import (
+    AnsweredIn,
+    Answers,
+    ChannelName,
+    Records,
+    Refusal,
+    Refused,
+    RequestView,
+    Responder,
+    Verb,
+    already_decided,
+    describe,
+    responders_through,
+)
 
 log = logging.getLogger(__name__)
 
 HOW_TO_ANSWER = "Reply APPROVE, or REJECT followed by your reason."
 Send = Callable[[EmailMessage, list[str]], Awaitable[None]]
+Key = Callable[[], bytes]  # the key of reply tokens, derived from GATEWAY_SECRET_KEY
 
 
 @dataclass(frozen=True)
@@ -62,8 +65,11 @@ def message_key(message: EmailMessage, raw: bytes) -> str:
 
 
 class Inbox:
-    def __init__(self, core: Core, settings: EmailSettings, key: bytes, send: Send) -> None:
-        self.core = core
+    def __init__(
+        self, answers: Answers, records: Records, settings: EmailSettings, key: Key, send: Send
+    ) -> None:
+        self.answers = answers
+        self.records = records
         self.settings = settings
         self.key = key
         self.send = send
@@ -73,11 +79,11 @@ class Inbox:
         """Handle one raw message; returns once any decision it made has committed."""
         message = parse(raw)
         key = message_key(message, raw)
-        earlier = await mail_log.handled(self.core, key)
+        earlier = await self.records.handled(key)
         if earlier is not None:
             return Outcome("duplicate", f"already handled: {earlier}")
         outcome = await self._handle(message, key)
-        await mail_log.record(self.core, key, outcome.rid, outcome.result, outcome.reason)
+        await self.records.remember(key, outcome.rid, outcome.result, outcome.reason)
         log.info("email %s: %s (%s)", key, outcome.result, outcome.reason)
         return outcome
 
@@ -85,8 +91,8 @@ class Inbox:
         automatic = reading.is_automatic(message)
         if automatic:
             return Outcome("ignored", f"automatic mail ({automatic})")
-        rid = tokens.rid_from_headers(message, self.settings.reply_base, self.key)
-        rid = rid or tokens.rid_from_thread(message, self.key)
+        rid = tokens.rid_from_headers(message, self.settings.reply_base, self.key())
+        rid = rid or tokens.rid_from_thread(message, self.key())
         if rid is None:
             return Outcome("ignored", "no valid reply token or thread id")
         sender = reading.sender(message)
@@ -96,7 +102,7 @@ class Inbox:
             message, self.settings.email_trusted_authserv_id or ""
         ):
             return Outcome("ignored", f"no dmarc=pass for {sender} from a trusted server", rid)
-        request = await reader.view(self.core, rid)
+        request = await self.answers.view(rid)
         if request is None:
             return Outcome("ignored", "the request no longer exists", rid)
         return await self._answer(message, key, request, sender)
@@ -124,8 +130,8 @@ class Inbox:
         )
         verb = _VERBS[intent.verdict]
         choice = intent.option_name
-        outcome = await answer(
-            self.core, request.rid, verb, who, text=intent.comment, choice=choice
+        outcome = await self.answers.answer(
+            request.rid, verb, who, text=intent.comment, choice=choice
         )
         if isinstance(outcome, Refused):
             if outcome.why == Refusal.DECIDED:
@@ -152,7 +158,7 @@ class Inbox:
     async def _tell(self, original: EmailMessage, to: str, rid: str, text: str) -> None:
         """One threaded answer, sent in the background: the decision is stored already, and
         the agent's long-poll should not wait on an SMTP round trip (best effort)."""
-        answer = compose.reply_to(original, to, text, self.settings, self.key, rid)
+        answer = compose.reply_to(original, to, text, self.settings, self.key(), rid)
         task = asyncio.create_task(self._send_answer(answer, to), name="email-answer")
         self._answers.add(task)
         task.add_done_callback(self._answers.discard)
@@ -169,12 +175,12 @@ class Inbox:
             await asyncio.gather(*self._answers, return_exceptions=True)
 
     async def _reload(self, request: RequestView) -> RequestView:
-        return await reader.view(self.core, request.rid) or request
+        return await self.answers.view(request.rid) or request
 
 
 def _recipient(request: RequestView, sender: str) -> str | None:
     """The request's recipient this sender is (addresses compare without case)."""
-    allowed = allowed_responders(request.route, ChannelName.EMAIL) or set()
+    allowed = responders_through(request.route, ChannelName.EMAIL) or set()
     return next((a for a in allowed if a.lower() == sender), None)
 
 

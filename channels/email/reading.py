@@ -23,7 +23,7 @@ from typing import Any, Literal
 from mailparser_reply import EmailReplyParser
 
 from gateway.lifecycle import Kind
-from gateway.seam.replies import Reading, first_line, new_text, read_reply
+from gateway.seam import Reading, first_line, new_text, read_reply
 
 LANGUAGES = ["en", "de", "fr", "es", "nl", "it", "sv", "da", "pl", "cs"]
 MAX_BODY_CHARS = 20_000

@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import Field, SecretStr
 
-from gateway.seam.settings import EnvSettings
+from gateway.seam import EnvSettings
 
 Security = Literal["starttls", "tls", "none"]
 

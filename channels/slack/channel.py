@@ -26,14 +26,18 @@ from channels.slack.render import (
     reminder_line,
 )
 from channels.slack.settings import SlackSettings
-from gateway.core import Core
 from gateway.errors import ChannelNotConfigured, DeliveryError
 from gateway.lifecycle import Status
-from gateway.runtime.supervisor import Supervisor, supervise
-from gateway.seam.connections import Link, require_up
-from gateway.seam.targets import Target
-from gateway.seam.views import RequestView, Sent
-from gateway.vocabulary import ChannelName
+from gateway.seam import (
+    ChannelContext,
+    ChannelName,
+    Connection,
+    Link,
+    RequestView,
+    Sent,
+    Target,
+    require_up,
+)
 
 log = logging.getLogger(__name__)
 
@@ -95,13 +99,25 @@ async def _in_thread(client: AsyncWebClient, ref: dict[str, Any], wanted: dict[s
 class SlackChannel:
     name = ChannelName.SLACK
 
-    def __init__(self, settings: SlackSettings | None = None, *, pacer: Pacer | None = None):
+    def __init__(
+        self,
+        context: ChannelContext,
+        settings: SlackSettings | None = None,
+        *,
+        pacer: Pacer | None = None,
+    ) -> None:
         self.settings = settings or SlackSettings()
         self.pacer = pacer or Pacer()
         self._clients: dict[str, AsyncWebClient] = {}
-        self.installations: Installations | None = None
-        self._bolt: AsyncApp | None = None
-        self.connection: Supervisor | None = None
+        self.installations = (
+            Installations(self.settings, context.records) if self.installable else None
+        )
+        self.listeners = SlackListeners(context.answers)  # clicks, modals, thread replies
+        # Bolt takes Slack's callbacks: over HTTP (`mount`), or over Socket Mode (`connection`).
+        self._bolt = self._callbacks()
+        self.connection: Connection | None = None
+        if self._bolt is not None and self.settings.app_token is not None:
+            self.connection = context.supervise(self.name, self._socket_session)
 
     @property
     def installable(self) -> bool:
@@ -111,8 +127,6 @@ class SlackChannel:
         return [] if self.settings.bot_token or self.installable else ["SLACK_BOT_TOKEN"]
 
     async def start(self) -> None:
-        if self.installations is not None:
-            await self.installations.create_tables()
         if self.connection is not None:
             self.connection.start()
 
@@ -249,21 +263,14 @@ class SlackChannel:
             raise as_delivery_error(error) from None
         return f"signed in as {auth.get('user')} ({auth.get('user_id')}) in {auth.get('team')}"
 
-    def mount(self, app: FastAPI, core: Core, /) -> None:
-        """Serve Slack's callbacks at /slack/events (alias /slack/interactions) via Bolt, and
-        with SLACK_CLIENT_ID/SECRET the "Add to Slack" pages /slack/install and
-        /slack/oauth_redirect."""
+    def _callbacks(self) -> AsyncApp | None:
+        """Bolt with the gateway's listeners, or None until the settings allow callbacks."""
         if self.settings.signing_secret is None or not (
             self.settings.bot_token or self.installable
         ):
-            log.warning(
-                "slack callbacks are off: set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN "
-                "(or SLACK_CLIENT_ID and SLACK_CLIENT_SECRET)"
-            )
-            return
+            return None
         signing_secret = self.settings.signing_secret.get_secret_value()
-        if self.installable:
-            self.installations = Installations(self.settings, core.db.async_engine)
+        if self.installations is not None:
             bolt = AsyncApp(
                 signing_secret=signing_secret,
                 client=AsyncWebClient(base_url=self.settings.api_url),
@@ -276,11 +283,20 @@ class SlackChannel:
                 signing_secret=signing_secret,
                 client=AsyncWebClient(token=token, base_url=self.settings.api_url),
             )
-        SlackListeners(core).register(bolt)
-        self._bolt = bolt
-        if self.settings.app_token is not None:
-            self.connection = supervise(core, self.name, self._socket_session)
-        handler = AsyncSlackRequestHandler(bolt)
+        self.listeners.register(bolt)
+        return bolt
+
+    def mount(self, app: FastAPI, /) -> None:
+        """Serve Slack's callbacks at /slack/events (alias /slack/interactions) via Bolt, and
+        with SLACK_CLIENT_ID/SECRET the "Add to Slack" pages /slack/install and
+        /slack/oauth_redirect."""
+        if self._bolt is None:
+            log.warning(
+                "slack callbacks are off: set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN "
+                "(or SLACK_CLIENT_ID and SLACK_CLIENT_SECRET)"
+            )
+            return
+        handler = AsyncSlackRequestHandler(self._bolt)
 
         async def callbacks(request: Request) -> Response:
             return await handler.handle(request)

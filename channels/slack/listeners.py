@@ -11,7 +11,7 @@ import json
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import ClientError
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltRequest, AsyncRespond
@@ -19,15 +19,17 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from channels.slack.render import escape
-from gateway.doors.answers import answer, answerable, option_form
-from gateway.doors.reader import find
-from gateway.seam.answers import Answered, Refused
-from gateway.seam.callbacks import BUTTON_PATTERN, CallbackId, Verb, decode
-from gateway.seam.people import Responder
-from gateway.vocabulary import AnsweredIn, ChannelName
-
-if TYPE_CHECKING:  # the composition root hands the core over
-    from gateway.core import Core
+from gateway.seam import (
+    BUTTON_PATTERN,
+    Answered,
+    AnsweredIn,
+    Answers,
+    CallbackId,
+    Refused,
+    Responder,
+    Verb,
+    decode,
+)
 
 _MENTION = re.compile(r"<[@#!][^>]*>")  # "<@U123> approved": the mention is no part of it
 
@@ -85,8 +87,8 @@ def reason_modal(
 
 
 class SlackListeners:
-    def __init__(self, core: Core) -> None:
-        self.core = core
+    def __init__(self, answers: Answers) -> None:
+        self.answers = answers
         self._people: dict[str, tuple[str | None, str | None]] = {}
 
     async def _person(self, client: AsyncWebClient, who: Responder) -> Responder:
@@ -115,7 +117,7 @@ class SlackListeners:
         **details: Any,
     ) -> Answered | None:
         """Answer through the core; a refusal is told to the person, privately."""
-        outcome = await answer(self.core, rid, verb, who, **details)
+        outcome = await self.answers.answer(rid, verb, who, **details)
         if isinstance(outcome, Refused):
             await tell(escape(outcome.message))  # refusals quote the agent's call_id
             return None
@@ -131,9 +133,9 @@ class SlackListeners:
             return  # a button that is not ours
         who = responder(body.get("user") or {}, _team(body))
         if click.verb == Verb.REJECT:
-            found = await answerable(self.core, click.rid, who)
-            if isinstance(found, Refused):  # nobody types a reason for nothing
-                await _ephemeral(respond)(escape(found.message))
+            refused = await self.answers.refusal(click.rid, who)
+            if refused is not None:  # nobody types a reason for nothing
+                await _ephemeral(respond)(escape(refused.message))
                 return
             await self._open(client, body, click.rid, title="Reject", prefill=None, choice=None)
             return
@@ -146,7 +148,7 @@ class SlackListeners:
         self, client: AsyncWebClient, body: dict[str, Any], click: CallbackId, who: Responder
     ) -> bool:
         """An interactive option opens its form, prefilled; True when it did."""
-        form = await option_form(self.core, click.rid, who, click.index)
+        form = await self.answers.option_form(click.rid, who, click.index)
         if form is None:
             return False
         await self._open(
@@ -188,7 +190,7 @@ class SlackListeners:
 
     async def _thread_request(self, channel: str, thread_ts: str) -> str | None:
         """The request whose Slack message starts this thread, in this channel."""
-        return await find(self.core, ChannelName.SLACK, thread_key(channel, thread_ts))
+        return await self.answers.find(thread_key(channel, thread_ts))
 
     async def thread_reply(
         self, event: dict[str, Any], client: AsyncWebClient, request: AsyncBoltRequest

@@ -13,10 +13,16 @@ from datetime import datetime
 from typing import Any
 
 from gateway.lifecycle import Kind, Status
-from gateway.seam.callbacks import Verb, encode
-from gateway.seam.people import Responder, plain_who
-from gateway.seam.sentences import describe, origin_line, reminder_text
-from gateway.seam.views import RequestView
+from gateway.seam import (
+    RequestView,
+    Responder,
+    Verb,
+    describe,
+    encode,
+    origin_line,
+    plain_who,
+    reminder_text,
+)
 from gateway.vocabulary import AnsweredIn
 
 TEXT_LIMIT = 3000  # Block Kit text object limit

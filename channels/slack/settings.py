@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import SecretStr, field_validator
 from pydantic_settings import SettingsConfigDict
 
-from gateway.seam.settings import EnvSettings
+from gateway.seam import EnvSettings
 
 SLACK_API_URL = "https://slack.com/api/"
 

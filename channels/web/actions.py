@@ -5,14 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from channels.web.auth import Viewer
-from gateway.core import Core
-from gateway.doors.answers import answer
 from gateway.lifecycle import Status
-from gateway.seam.answers import Refusal, Refused
-from gateway.seam.callbacks import Verb
-from gateway.seam.people import Responder
-from gateway.seam.sentences import describe
-from gateway.vocabulary import AnsweredIn
+from gateway.seam import AnsweredIn, Answers, Refusal, Refused, Responder, Verb, describe
 
 # What each button of the request page means; a function call is never rejected without a
 # reason on the console (the form asks for one), whatever the API allows.
@@ -33,7 +27,9 @@ _STATUS = {
 
 
 @dataclass(frozen=True)
-class Outcome:
+class FormResult:
+    """What a console form's answer did: for the page to say, with its HTTP status."""
+
     ok: bool
     status: int
     text: str
@@ -43,23 +39,25 @@ def responder(viewer: Viewer) -> Responder:
     return Responder(AnsweredIn.WEB, viewer.actor_id, viewer.name, email=viewer.email)
 
 
-async def decide(core: Core, rid: str, form: dict[str, str], viewer: Viewer) -> Outcome:
+async def answer_form(
+    answers: Answers, rid: str, form: dict[str, str], viewer: Viewer
+) -> FormResult:
     """Apply the form's answer; the outcome says what happened, in words for the page."""
     verb = _VERBS.get(form.get("action", ""))
     text = (form.get("reason") or form.get("answer") or "").strip() or None
     choice = form.get("option") or None
     if verb is None:
-        return Outcome(False, 422, f"unknown action; use one of {', '.join(_VERBS)}")
+        return FormResult(False, 422, f"unknown action; use one of {', '.join(_VERBS)}")
     if verb == Verb.OPTION and choice is None:
-        return Outcome(False, 422, "choose an option")
+        return FormResult(False, 422, "choose an option")
     if verb == Verb.REJECT and text is None:
-        return Outcome(False, 422, "give a reason to reject")
-    result = await answer(core, rid, verb, responder(viewer), text=text, choice=choice)
+        return FormResult(False, 422, "give a reason to reject")
+    result = await answers.answer(rid, verb, responder(viewer), text=text, choice=choice)
     if isinstance(result, Refused):
-        return Outcome(False, _STATUS[result.why], result.message)
+        return FormResult(False, _STATUS[result.why], result.message)
     if result.request.status == Status.PENDING:  # a vote under a policy that did not decide
-        return Outcome(True, 200, f"Your vote is recorded: {describe(result.request)}.")
-    return Outcome(True, 200, recorded(result.request.status, viewer.name))
+        return FormResult(True, 200, f"Your vote is recorded: {describe(result.request)}.")
+    return FormResult(True, 200, recorded(result.request.status, viewer.name))
 
 
 def recorded(status: str, name: str) -> str:

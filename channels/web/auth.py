@@ -21,11 +21,8 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from fastapi import Request
 from fastapi.responses import Response
 
-from gateway.core import Core
-from gateway.doors import console
-from gateway.policies.routing import Person
-from gateway.security import signed
-from gateway.vocabulary import AnsweredIn
+from gateway.errors import BadToken
+from gateway.seam import AnsweredIn, ChannelContext, ConsolePerson
 
 COOKIE = "gw_session"
 SESSION_SECONDS = 12 * 3600
@@ -58,54 +55,52 @@ class Viewer:
         return self.email or "operator"
 
 
-def _session_key(core: Core) -> bytes:
-    return core.box.subkey("console-session")
+SESSION_KEY = "console-session"  # purposes of the keys derived from GATEWAY_SECRET_KEY
+CSRF_KEY = "console-csrf"
 
 
 def _sid_hash(sid: str) -> str:
     return hashlib.sha256(sid.encode()).hexdigest()
 
 
-def csrf_token(core: Core, sid: str) -> str:
-    return signed.tag(core.box.subkey("console-csrf"), sid)
+def csrf_token(context: ChannelContext, sid: str) -> str:
+    return context.keys.tag(CSRF_KEY, sid)
 
 
-def csrf_ok(core: Core, sid: str, given: str | None) -> bool:
-    return bool(given) and secrets.compare_digest(str(given), csrf_token(core, sid))
+def csrf_ok(context: ChannelContext, sid: str, given: str | None) -> bool:
+    return bool(given) and secrets.compare_digest(str(given), csrf_token(context, sid))
 
 
-async def load_viewer(request: Request) -> None:
-    """The console router's dependency: reads the session once per request (one read by
-    primary key) so that `viewer_of` can answer without I/O."""
-    core: Core = request.app.state.core
-    request.state.viewer = await _live_viewer(core, request.cookies.get(COOKIE))
+async def load_viewer(context: ChannelContext, request: Request) -> None:
+    """Read the session once per request (one read by primary key), so that `viewer_of`
+    answers without I/O (the console router's dependency)."""
+    request.state.viewer = await _live_viewer(context, request.cookies.get(COOKIE))
 
 
-def viewer_of(core: Core, request: Request) -> Viewer | None:
+def viewer_of(request: Request) -> Viewer | None:
     """Who sent this request: a live session's person, or None (fails closed)."""
     viewer = getattr(request.state, "viewer", None)
     return viewer if isinstance(viewer, Viewer) else None
 
 
-async def _live_viewer(core: Core, cookie: str | None) -> Viewer | None:
+async def _live_viewer(context: ChannelContext, cookie: str | None) -> Viewer | None:
     if not cookie:
         return None
     try:
-        sid = signed.verify(_session_key(core), cookie).get("s")
-    except signed.BadToken:
+        sid = context.keys.verify(SESSION_KEY, cookie).get("s")
+    except BadToken:
         return None
     if not isinstance(sid, str) or not sid:
         return None
-    session = await console.live_session(core, _sid_hash(sid))
+    session = await context.console.live_session(_sid_hash(sid))
     if session is None:
         return None  # signed out, signed out everywhere, or expired
     flash = (session.flash_path, session.flash) if session.flash and session.flash_path else None
     return Viewer(session.name, session.email, session.projects, sid, flash=flash)
 
 
-async def start_session(core: Core, response: Response, person: Viewer) -> None:
-    await console.start_session(
-        core,
+async def start_session(context: ChannelContext, response: Response, person: Viewer) -> None:
+    await context.console.start_session(
         _sid_hash(person.sid),
         email=person.email,
         name=person.name,
@@ -114,39 +109,39 @@ async def start_session(core: Core, response: Response, person: Viewer) -> None:
     )
     response.set_cookie(
         COOKIE,
-        signed.sign(_session_key(core), {"s": person.sid}, SESSION_SECONDS),
+        context.keys.sign(SESSION_KEY, {"s": person.sid}, SESSION_SECONDS),
         max_age=SESSION_SECONDS,
         httponly=True,
         samesite="lax",
-        secure=(core.settings.public_url or "").startswith("https://"),
+        secure=(context.console.public_url or "").startswith("https://"),
         path="/",
     )
 
 
-async def end_session(core: Core, response: Response, viewer: Viewer | None) -> None:
+async def end_session(context: ChannelContext, response: Response, viewer: Viewer | None) -> None:
     """Sign out this browser: the session ends server-side, so a copy of the cookie ends too."""
     if viewer is not None and not viewer.sid.startswith("link:"):
-        await console.end_session(core, _sid_hash(viewer.sid))
+        await context.console.end_session(_sid_hash(viewer.sid))
     response.delete_cookie(COOKIE, path="/")
 
 
-async def end_every_session(core: Core, response: Response, viewer: Viewer) -> int:
+async def end_every_session(context: ChannelContext, response: Response, viewer: Viewer) -> int:
     """Sign out every browser of this person (the operator: every operator session)."""
-    ended = await console.end_sessions_of(core, viewer.email)
+    ended = await context.console.end_sessions_of(viewer.email)
     response.delete_cookie(COOKIE, path="/")
     return ended
 
 
-async def flash(core: Core, viewer: Viewer, path: str, text: str) -> None:
+async def flash(context: ChannelContext, viewer: Viewer, path: str, text: str) -> None:
     """A notice the server composed, shown once on `path` in this session."""
-    await console.set_flash(core, _sid_hash(viewer.sid), path, text)
+    await context.console.set_flash(_sid_hash(viewer.sid), path, text)
 
 
-async def take_flash(core: Core, viewer: Viewer, path: str) -> str | None:
+async def take_flash(context: ChannelContext, viewer: Viewer, path: str) -> str | None:
     """This session's notice for `path`, if any; it is shown once (a second tab gets None)."""
     if viewer.flash is None or viewer.flash[0] != path:
         return None
-    taken = await console.take_flash(core, _sid_hash(viewer.sid), path, viewer.flash[1])
+    taken = await context.console.take_flash(_sid_hash(viewer.sid), path, viewer.flash[1])
     return viewer.flash[1] if taken else None
 
 
@@ -157,20 +152,20 @@ def new_sid() -> str:
 # --- same-origin POSTs (login CSRF)
 
 
-def expected_origin(core: Core, request: Request) -> str:
+def expected_origin(context: ChannelContext, request: Request) -> str:
     """The console's own origin: GATEWAY_PUBLIC_URL's, else this request's scheme and host."""
-    public = core.settings.public_url
+    public = context.console.public_url
     own = origin_of(public) if public else None
     return own or origin_of(f"{request.url.scheme}://{request.url.netloc}") or ""
 
 
-def origin_ok(core: Core, request: Request) -> bool:
+def origin_ok(context: ChannelContext, request: Request) -> bool:
     """The POST came from a page of this site: its Origin (or, without one, its Referer) is
     the console's origin. Neither header, or `Origin: null`, is refused: browsers send Origin
     on every form POST (OWASP CSRF cheat sheet, "Verifying origin with standard headers")."""
     sent = request.headers.get("origin") or request.headers.get("referer")
     found = origin_of(sent) if sent else None
-    return found is not None and secrets.compare_digest(found, expected_origin(core, request))
+    return found is not None and secrets.compare_digest(found, expected_origin(context, request))
 
 
 def origin_of(url: str) -> str | None:
@@ -191,28 +186,17 @@ def origin_of(url: str) -> str | None:
 # --- people from the routing config
 
 
-def console_people(core: Core) -> dict[str, Person]:
+def console_people(context: ChannelContext) -> dict[str, ConsolePerson]:
     """People who may sign in with a password, by lower-case email."""
-    return {
-        person.email.lower(): person
-        for person in core.config.people.values()
-        if person.email and person.password_hash
-    }
+    return {person.email.lower(): person for person in context.console.people()}
 
 
-def person_with_email(core: Core, email: str) -> Person | None:
-    wanted = email.strip().lower()
-    return next((p for p in core.config.people.values() if (p.email or "").lower() == wanted), None)
+def viewer_for(person: ConsolePerson) -> Viewer:
+    return Viewer(person.name, person.email, person.projects, new_sid())
 
 
-def viewer_for(person: Person) -> Viewer:
-    assert person.email is not None
-    projects = None if "*" in person.projects else tuple(person.projects)
-    return Viewer(person.name or person.email, person.email, projects, new_sid())
-
-
-def check_password(core: Core, email: str, password: str) -> Viewer | None:
-    person = console_people(core).get(email.strip().lower())
+def check_password(context: ChannelContext, email: str, password: str) -> Viewer | None:
+    person = console_people(context).get(email.strip().lower())
     if person is None or person.password_hash is None:
         _hasher.hash("a constant-time decoy")  # a missing user takes as long as a wrong password
         return None
@@ -235,24 +219,23 @@ def _link_hash(token: str) -> str:
 
 
 async def create_sign_in_link(
-    core: Core, email: str | None = None, *, base_url: str | None = None
+    context: ChannelContext, email: str | None = None, *, base_url: str | None = None
 ) -> str:
     """A one-time URL (30 minutes): the operator's, or a configured person's."""
     token = secrets.token_urlsafe(24)
-    await console.create_login(core, _link_hash(token), email, LINK_TTL)
-    settings = core.settings
-    base = base_url or settings.public_url or f"http://{settings.host}:{settings.port}"
+    await context.console.create_login(_link_hash(token), email, LINK_TTL)
+    base = base_url or context.console.public_url or context.console.local_url
     return f"{base.rstrip('/')}/console/link/{token}"
 
 
-async def spend_sign_in_link(core: Core, token: str) -> Viewer | str:
+async def spend_sign_in_link(context: ChannelContext, token: str) -> Viewer | str:
     """The person the link signs in, or why it cannot."""
-    used = await console.use_login(core, _link_hash(token))
+    used = await context.console.use_login(_link_hash(token))
     if not used.ok:
         return used.reason
     if used.email is None:
         return Viewer("operator", None, None, new_sid())
-    person = person_with_email(core, used.email)
+    person = context.console.person_with_email(used.email)
     if person is None:
         return f"{used.email} is no longer a console user"
     return viewer_for(person)

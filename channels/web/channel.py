@@ -1,30 +1,29 @@
-"""The web console as a channel: nothing to send (the pages read the store); it mounts
-the console's routes on the gateway's app."""
+"""The web console as a channel: nothing to send (its pages read through the console door);
+it serves the console's routes on the gateway's app."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from gateway.seam.targets import Target
-from gateway.seam.views import RequestView, Sent
-from gateway.vocabulary import ChannelName
+from gateway.seam import ChannelContext, ChannelName, RequestView, Sent, Target
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
-
-    from gateway.core import Core
 
 
 class WebChannel:
     name = ChannelName.WEB
 
+    def __init__(self, context: ChannelContext) -> None:
+        self.context = context
+
     def missing_settings(self) -> list[str]:
         return []
 
-    def mount(self, app: FastAPI, core: Core, /) -> None:
-        from channels.web.pages import router  # the pages import the core; the core imports us
+    def mount(self, app: FastAPI, /) -> None:
+        from channels.web.pages import ConsolePages  # FastAPI and Jinja2 load only to serve
 
-        app.include_router(router)
+        app.include_router(ConsolePages(self.context).router())
 
     async def start(self) -> None:
         return None

@@ -1,20 +1,16 @@
 """A request's approval policy as the console shows it: each node's approvals and who gave
 them, its delay and whether it is active yet; and the request's deadline and next timer.
-Pure functions over what the core read (`gateway.console.standing`, `next_timer`)."""
+Pure functions over what the console door read (`Console.standing`, `next_timer`)."""
 
 from __future__ import annotations
 
-import json
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
-from gateway.policies import evaluator
-from gateway.seam.sentences import progress_line, spoken
-from gateway.seam.views import Progress
-from gateway.store.rows import OutboxJob, Request
+from gateway.seam import PolicyNode, Standing, TimerView, progress_line, spoken
 from gateway.vocabulary import Timer
 
-_MODES = {evaluator.Mode.ANY_OF: "Any of", evaluator.Mode.ALL_OF: "All of"}
+_MODES = {"any_of": "Any of", "all_of": "All of"}
 _ADDRESS_KEYS = ("address", "channel", "channel_id", "user_id")  # email, Slack, Discord
 
 
@@ -22,76 +18,35 @@ def iso(moment: datetime) -> str:
     return moment.isoformat(timespec="seconds")
 
 
-def shown(row: Request, progress: Progress | None) -> dict[str, Any] | None:
+def shown(standing: Standing | None) -> dict[str, Any] | None:
     """The policy section: "1 of 2 approvals: Alice (the web console)" and the tree; None
     for a request the first answer decides."""
-    if row.policy_json is None or progress is None or progress.tree is None:
+    if standing is None:
         return None
-    tree = evaluator.from_dict(json.loads(row.policy_json))
-    route = json.loads(row.route_json)
-    return {
-        "line": progress_line(progress),
-        "tree": _node(tree, progress.tree, route, row.requested_at, 0.0),
-    }
+    return {"line": progress_line(standing.progress), "tree": _node(standing.tree)}
 
 
-def _node(
-    node: evaluator.Node,
-    progress: dict[str, Any],
-    route: list[dict[str, Any]],
-    requested_at: datetime,
-    offset: float,
-) -> dict[str, Any]:
-    """One node: `progress` is its part of the progress tree (`gateway.votes.progress`),
-    built from the same policy, so the two have the same shape."""
-    start = offset + node.delay
-    approvals, needed = evaluator.summary(_as_progress(progress))
-    begins = requested_at + timedelta(seconds=offset + _first_leaf(node))
+def _node(node: PolicyNode) -> dict[str, Any]:
     shown: dict[str, Any] = {
-        "approvals": approvals,
-        "needed": needed,
-        "required": progress["required"],
-        "approved": progress["approved"],
-        "active": progress["active"],
-        "approved_by": list(progress["approved_by"]),
+        "approvals": node.approvals,
+        "needed": node.needed,
+        "required": node.required,
+        "approved": node.approved,
+        "active": node.active,
+        "approved_by": list(node.approved_by),
         "delay": spoken(node.delay) if node.delay else None,
-        "begins_at": None if progress["active"] else iso(begins),
+        "begins_at": None if node.active else iso(node.begins_at),
     }
-    if isinstance(node, evaluator.Leaf):
-        target = route[node.target]
+    if node.target is not None:
         return shown | {
             "mode": None,
-            "channel": target["channel"],
-            "address": _address(target),
-            "via": target.get("via") or "",
+            "channel": node.target["channel"],
+            "address": _address(node.target),
+            "via": node.target.get("via") or "",
             "children": [],
         }
-    children = [
-        _node(child, part, route, requested_at, start)
-        for child, part in zip(node.children, progress["children"], strict=True)
-    ]
-    return shown | {"mode": _MODES[node.mode], "children": children}
-
-
-def _first_leaf(node: evaluator.Node) -> float:
-    """Seconds from its parent's start until the node's first leaf becomes active."""
-    if isinstance(node, evaluator.Leaf):
-        return node.delay
-    return node.delay + min(_first_leaf(child) for child in node.children)
-
-
-def _as_progress(node: dict[str, Any]) -> evaluator.Progress:
-    """A stored progress node back as the evaluator's, for `evaluator.summary`."""
-    children = tuple(_as_progress(child) for child in node.get("children", []))
-    mode = evaluator.Mode(node["mode"]) if "mode" in node else None
-    return evaluator.Progress(
-        node["required"],
-        node["approved"],
-        node["active"],
-        tuple(node["approved_by"]),
-        children,
-        mode=mode,
-    )
+    mode = _MODES[node.mode or "any_of"]
+    return shown | {"mode": mode, "children": [_node(child) for child in node.children]}
 
 
 def _address(target: dict[str, Any]) -> str:
@@ -101,19 +56,18 @@ def _address(target: dict[str, Any]) -> str:
     return next((value for value in found if isinstance(value, str)), "")
 
 
-def timer(job: OutboxJob | None) -> dict[str, Any] | None:
+def timer(next_timer: TimerView | None) -> dict[str, Any] | None:
     """The next timer: what it does and when."""
-    if job is None:
+    if next_timer is None:
         return None
-    payload = json.loads(job.payload_json)
-    kind = payload.get("timer")
-    if kind == Timer.EXPIRE:
+    if next_timer.timer == Timer.EXPIRE:
         label = "deadline (expires)"
-    elif kind == Timer.REMIND:
-        label = f"reminder {payload.get('number')}"
+    elif next_timer.timer == Timer.REMIND:
+        label = f"reminder {next_timer.number}"
     else:
-        label = f"escalation to {payload.get('target')}"
-    return {"kind": kind, "label": label, "at": iso(job.run_at), "in": until(job.run_at)}
+        label = f"escalation to {next_timer.target}"
+    at = next_timer.run_at
+    return {"kind": next_timer.timer, "label": label, "at": iso(at), "in": until(at)}
 
 
 def until(moment: datetime) -> str:

@@ -1,5 +1,5 @@
 """The console's pages: Jinja2 templates from `templates/web/`, autoescaped, and the
-plain dicts they read (a request row becomes what a person needs to see)."""
+plain dicts they read (a request view becomes what a person needs to see)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,18 @@ from fastapi.responses import HTMLResponse
 
 from channels.web import policies
 from gateway.lifecycle import Kind, Status
-from gateway.runtime.channel_states import channel_state
-from gateway.seam.channel import Channel
-from gateway.seam.sentences import origin_line
-from gateway.seam.views import Progress
-from gateway.store.rows import Delivery, OutboxJob, Request, RequestEvent, WebhookEndpoint
+from gateway.seam import (
+    ChannelState,
+    DeliveryView,
+    EndpointView,
+    EventView,
+    RequestView,
+    Standing,
+    TimerView,
+    WebhookJobView,
+    origin_line,
+    shorten,
+)
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "web"
 STATIC = {"console.css": "text/css", "live.js": "text/javascript"}
@@ -66,14 +73,15 @@ def age(at: datetime | None) -> str:
     return f"{max(seconds, 0)}s"
 
 
-def channels_of(row: Request) -> list[str]:
-    return sorted({str(target["channel"]) for target in json.loads(row.route_json)})
+def channels_of(request: RequestView) -> list[str]:
+    return sorted({str(target["channel"]) for target in request.route})
 
 
 def args_line(kwargs: dict[str, Any]) -> str:
     """`service=billing-api, replicas=6, image={…}`: enough to tell calls apart in a list."""
-    line = ", ".join(f"{key}={_short(value)}" for key, value in kwargs.items())
-    return line if len(line) <= ARGS_PREVIEW else line[: ARGS_PREVIEW - 1] + "…"
+    return shorten(
+        ", ".join(f"{key}={_short(value)}" for key, value in kwargs.items()), ARGS_PREVIEW
+    )
 
 
 def _short(value: Any) -> str:
@@ -82,61 +90,61 @@ def _short(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def summary(row: Request, project: str) -> dict[str, Any]:
+def summary(request: RequestView) -> dict[str, Any]:
     """One row of the queue or the history."""
-    spec = json.loads(row.spec_json)
-    info = json.loads(row.user_info_json) if row.user_info_json else {}
+    spec = request.spec
+    info = request.user_info or {}
+    function_call = request.kind == Kind.FUNCTION_CALL
     return {
-        "rid": row.rid,
-        "call_id": row.call_id,
-        "project": project,
-        "kind": row.kind,
-        "what": row.fn if row.kind == Kind.FUNCTION_CALL else str(spec.get("msg", ""))[:140],
-        "args": args_line(spec.get("kwargs") or {}) if row.kind == Kind.FUNCTION_CALL else "",
-        "run_id": row.run_id,
-        "channels": channels_of(row),
-        "age": age(row.requested_at),
-        "requested_at": row.requested_at.isoformat(timespec="seconds"),
-        "status": row.status,
+        "rid": request.rid,
+        "call_id": request.call_id,
+        "project": request.project,
+        "kind": request.kind,
+        "what": spec.get("fn") if function_call else str(spec.get("msg", ""))[:140],
+        "args": args_line(spec.get("kwargs") or {}) if function_call else "",
+        "run_id": request.run_id,
+        "channels": channels_of(request),
+        "age": age(request.requested_at),
+        "requested_at": request.requested_at.isoformat(timespec="seconds"),
+        "status": request.status,
         "decided_by": info.get("name") or info.get("email") or info.get("user_id"),
         "decided_on": info.get("channel"),
     }
 
 
 def detail(
-    row: Request,
-    project: str,
-    deliveries: list[Delivery],
-    events: list[RequestEvent],
+    request: RequestView,
+    deliveries: list[DeliveryView],
+    events: list[EventView],
     *,
-    progress: Progress | None = None,
-    timer: OutboxJob | None = None,
+    standing: Standing | None = None,
+    timer: TimerView | None = None,
 ) -> dict[str, Any]:
-    """Everything on a request's page; under a policy, where it stands (`progress`), and
-    while pending, its deadline and next timer."""
-    spec = json.loads(row.spec_json)
+    """Everything on a request's page; under a policy, where it stands, and while pending,
+    its deadline and next timer."""
+    spec = request.spec
     timeline = [
         {"type": e.type, "at": e.at.isoformat(timespec="seconds"), "detail": e.detail_json}
         for e in events
     ]
-    options = spec.get("reject_options") or spec.get("response_options") or []
-    pending = row.status == Status.PENDING
-    return summary(row, project) | {
+    pending = request.status == Status.PENDING
+    expires_at = request.expires_at if pending else None
+    return summary(request) | {
         "kwargs": json.dumps(spec.get("kwargs") or {}, indent=2, ensure_ascii=False),
         "msg": spec.get("msg"),
         "subject": spec.get("subject"),
         "origin": origin_line(spec),
         "state_bytes": len(json.dumps(spec.get("state"))) if spec.get("state") else 0,
-        "route": json.loads(row.route_json),
+        "route": request.route,
         "options": [
             {"name": o["name"], "title": o.get("title") or o["name"], "fill": o.get("prompt_fill")}
-            for o in options
+            for o in request.options
         ],
-        "comment": row.comment,
-        "option_name": row.option_name,
-        "response": row.response,
-        "responded_at": row.responded_at.isoformat(timespec="seconds")
-        if row.responded_at
+        "comment": request.comment,
+        "option_name": request.option_name,
+        "response": request.response,
+        "responded_at": request.responded_at.isoformat(timespec="seconds")
+        if request.responded_at
         else None,
         "deliveries": [
             {"id": d.id, "channel": d.channel, "status": d.status, "error": d.error}
@@ -144,30 +152,29 @@ def detail(
         ],
         "events": timeline,
         "webhooks": [e for e in timeline if e["type"].startswith("webhook")],
-        "policy": policies.shown(row, progress),
-        "deadline": policies.iso(row.expires_at) if row.expires_at and pending else None,
-        "deadline_in": policies.until(row.expires_at) if row.expires_at and pending else None,
+        "policy": policies.shown(standing),
+        "deadline": policies.iso(expires_at) if expires_at else None,
+        "deadline_in": policies.until(expires_at) if expires_at else None,
         "next_timer": policies.timer(timer) if pending else None,
     }
 
 
-def endpoint(hook: WebhookEndpoint, project: str) -> dict[str, Any]:
+def endpoint(hook: EndpointView) -> dict[str, Any]:
     return {
         "id": hook.id,
-        "project": project,
+        "project": hook.project,
         "url": hook.url,
-        "events": ", ".join(json.loads(hook.events_json)) or "all",
+        "events": ", ".join(hook.events) or "all",
         "enabled": hook.enabled,
         "disabled_reason": hook.disabled_reason,
     }
 
 
-def webhook_job(job: OutboxJob) -> dict[str, Any]:
-    payload = json.loads(job.payload_json)
+def webhook_job(job: WebhookJobView) -> dict[str, Any]:
     return {
         "id": job.id,
-        "endpoint_id": payload.get("endpoint_id"),
-        "msg_id": payload.get("msg_id"),
+        "endpoint_id": job.endpoint_id,
+        "msg_id": job.msg_id,
         "rid": job.rid,
         "status": job.status,
         "attempts": f"{job.attempts}/{job.max_attempts}",
@@ -176,13 +183,10 @@ def webhook_job(job: OutboxJob) -> dict[str, Any]:
     }
 
 
-def channel_health(
-    name: str, channel: Channel, last_error: tuple[str, datetime] | None
-) -> dict[str, Any]:
+def channel_health(state: ChannelState, last_error: tuple[str, datetime] | None) -> dict[str, Any]:
     """Configured (settings present), the connection's state and since when, last error."""
-    state = channel_state(name, channel)
     return {
-        "name": name,
+        "name": state.name,
         "configured": state.configured,
         "missing": ", ".join(state.missing),
         "connection": state.connection or "n/a",

@@ -25,8 +25,7 @@ from gateway.seam.targets import Target
 from gateway.store import dumps, utcnow
 from gateway.store import outbox as outbox_store
 from gateway.store import requests as request_store
-from gateway.store.rows import Request, changed
-from gateway.store.rows import Vote as VoteRow
+from gateway.store.rows import RequestRow, VoteRow, changed
 from gateway.vocabulary import AnsweredIn, AuditEvent, ChannelName, DeliveryStatus, JobKind
 from gateway.wire.models import Escalation, FunctionCallStatusIn, HumanContactStatusIn
 from gateway.wire.output import to_wire
@@ -40,7 +39,7 @@ def api_user_info(caller: Caller, given: dict[str, Any] | None) -> dict[str, Any
 
 
 def function_call_decision(
-    row: Request, body: FunctionCallStatusIn, user_info: dict[str, Any]
+    row: RequestRow, body: FunctionCallStatusIn, user_info: dict[str, Any]
 ) -> Decision:
     """An API or CLI `respond` to a function call, by the rules every channel shares."""
     if body.approved is None:
@@ -53,7 +52,7 @@ def function_call_decision(
 
 
 def human_contact_decision(
-    row: Request, body: HumanContactStatusIn, user_info: dict[str, Any]
+    row: RequestRow, body: HumanContactStatusIn, user_info: dict[str, Any]
 ) -> Decision:
     """An API or CLI `respond` to a question, by the rules every channel shares."""
     choice = body.response_option_name
@@ -93,7 +92,7 @@ def _first_answer(conn: Connection, rid: str, token: str | None) -> bool:
     return False
 
 
-def _after_decision(conn: Connection, core: Core, row: Request, decision: Decision) -> None:
+def _after_decision(conn: Connection, core: Core, row: RequestRow, decision: Decision) -> None:
     """Side effects that must happen exactly when the decision commits."""
     detail: dict[str, Any] = {"status": row.status, "by": json.loads(row.user_info_json or "{}")}
     if decision.idempotency is not None:
@@ -104,7 +103,7 @@ def _after_decision(conn: Connection, core: Core, row: Request, decision: Decisi
     webhooks.enqueue_completed(conn, core, row)
 
 
-def update_copies(conn: Connection, row: Request) -> None:
+def update_copies(conn: Connection, row: RequestRow) -> None:
     """Every post sent so far shows the request as it now stands."""
     for delivery in request_store.list_deliveries(conn, [row.rid]):
         if delivery.status == DeliveryStatus.SENT and delivery.channel not in SERVED_BY_GATEWAY:
@@ -118,7 +117,7 @@ def update_copies(conn: Connection, row: Request) -> None:
             )
 
 
-def next_status(row: Request, event: Event) -> Status:
+def next_status(row: RequestRow, event: Event) -> Status:
     """The status `event` leads to; Conflict (409, says who decided) when the request is no
     longer pending, InvalidInput when this kind of request never takes this event."""
     try:
@@ -132,7 +131,7 @@ def next_status(row: Request, event: Event) -> Status:
         ) from None
 
 
-async def _already_ours(core: Core, row: Request, decision: Decision) -> bool:
+async def _already_ours(core: Core, row: RequestRow, decision: Decision) -> bool:
     """Whether a decided request was decided by this very respond's first attempt (a retry
     with the same Idempotency-Key and body)."""
     if row.status == Status.PENDING or decision.idempotency is None:
@@ -150,7 +149,7 @@ def _fields(decision: Decision) -> dict[str, Any]:
     }
 
 
-async def decide(core: Core, row: Request, decision: Decision) -> Request:
+async def decide(core: Core, row: RequestRow, decision: Decision) -> RequestRow:
     """Apply a decision if the request is still pending; Conflict says who won otherwise.
 
     A decision with an idempotency token that lost to an earlier decision with the same
@@ -160,7 +159,7 @@ async def decide(core: Core, row: Request, decision: Decision) -> Request:
     status = next_status(row, decision.event)
     fields = _fields(decision)
 
-    def compare_and_set(conn: Connection) -> tuple[Request, bool]:
+    def compare_and_set(conn: Connection) -> tuple[RequestRow, bool]:
         """The request as this decision left it and True, or as an earlier one did and
         whether that was this decision's own first attempt (a retry that raced it)."""
         updated = request_store.decide(conn, row.rid, status, fields)
@@ -177,7 +176,7 @@ async def decide(core: Core, row: Request, decision: Decision) -> Request:
     return current
 
 
-async def submit(core: Core, row: Request, decision: Decision) -> Request:
+async def submit(core: Core, row: RequestRow, decision: Decision) -> RequestRow:
     """One person's answer, from any channel, the API or the CLI. Under an approval policy
     it is a vote and the request stays pending until the policy resolves (NotAllowed when
     it counts for none of the request's branches); otherwise it is the decision."""
@@ -188,7 +187,7 @@ async def submit(core: Core, row: Request, decision: Decision) -> Request:
         return row
     next_status(row, decision.event)  # a decided request: Conflict, before any vote
 
-    def vote(conn: Connection) -> tuple[Request | None, bool]:
+    def vote(conn: Connection) -> tuple[RequestRow | None, bool]:
         current = request_store.lock(conn, row.rid)
         assert current is not None
         if current.status != Status.PENDING:
@@ -244,14 +243,6 @@ def _decision_of(decisive: VoteRow, this: Decision) -> Decision:
         option_name=decisive.option_name,
         idempotency=this.idempotency,
     )
-
-
-def allowed_responders(route: list[dict[str, Any]], channel: ChannelName) -> set[str] | None:
-    """Who may answer through `channel`: the route's responders there, or None for anyone."""
-    targets = [t for t in route if t["channel"] == channel]
-    if not targets or any(t.get("responders") is None for t in targets):
-        return None
-    return {responder for t in targets for responder in t["responders"]}
 
 
 async def respond_function_call(

@@ -14,7 +14,7 @@ from gateway.seam.callbacks import Verb
 from gateway.seam.people import Responder, default_rejection
 from gateway.seam.replies import Reading, read_reply
 from gateway.seam.views import options_of
-from gateway.store.rows import Request
+from gateway.store.rows import RequestRow
 
 
 @dataclass(frozen=True)
@@ -29,12 +29,12 @@ class Decision:
     idempotency: str | None = None
 
 
-def options(row: Request) -> list[dict[str, Any]]:
+def options(row: RequestRow) -> list[dict[str, Any]]:
     """The request's reject options (a function call) or response options (a question)."""
     return options_of(row.kind, _spec(row))
 
 
-def option(row: Request, which: int | str | None) -> dict[str, Any] | None:
+def option(row: RequestRow, which: int | str | None) -> dict[str, Any] | None:
     """An option by its place in the list or by its name."""
     listed = options(row)
     if isinstance(which, int):
@@ -43,7 +43,7 @@ def option(row: Request, which: int | str | None) -> dict[str, Any] | None:
 
 
 def decision_for(
-    row: Request,
+    row: RequestRow,
     verb: Verb,
     responder: Responder | dict[str, Any],
     *,
@@ -71,7 +71,7 @@ def decision_for(
 
 
 def _reply(
-    row: Request, who: dict[str, Any], text: str | None
+    row: RequestRow, who: dict[str, Any], text: str | None
 ) -> tuple[Decision, Reading | None] | Refused:
     """Free text: a question's answer; on an approval only a plain yes approves, anything
     else rejects with the text as the reason (an empty reply: with the gateway's own)."""
@@ -86,7 +86,7 @@ def _reply(
 
 
 def _option_decision(
-    row: Request, who: dict[str, Any], text: str | None, choice: int | str | None
+    row: RequestRow, who: dict[str, Any], text: str | None, choice: int | str | None
 ) -> tuple[Decision, Reading | None] | Refused:
     """An option: its prompt_fill (or title, or name) unless the person wrote their own."""
     chosen = option(row, choice)
@@ -102,6 +102,6 @@ def _option_decision(
     return Decision(Event.REJECT, who, comment=comment, option_name=chosen["name"]), None
 
 
-def _spec(row: Request) -> dict[str, Any]:
+def _spec(row: RequestRow) -> dict[str, Any]:
     spec: dict[str, Any] = json.loads(row.spec_json)
     return spec

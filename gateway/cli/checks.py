@@ -5,22 +5,25 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping
 
+from gateway.doors.offline import offline_context
 from gateway.errors import DeliveryError, InvalidInput
 from gateway.policies.routing import RoutingConfig, load_config
+from gateway.seam import ChannelContext
 from gateway.seam.channel import Channel, Checkable
 from gateway.seam.connections import health_after
 from gateway.security.ssrf import pin_public
 from gateway.settings import Settings
 from gateway.store import Database, migrate
 from gateway.store import projects as project_store
-from gateway.store.rows import ApiKey
+from gateway.store.rows import ApiKeyRow
 from gateway.vocabulary import ChannelName
 
 
 async def run_checks(
-    settings: Settings, channels: Mapping[ChannelName, Callable[[], Channel]]
+    settings: Settings, channels: Mapping[str, Callable[[ChannelContext], Channel]]
 ) -> int:
-    """`channels`: each channel's factory (the composition root's registry)."""
+    """`channels`: each channel's factory (the composition root's registry), built here
+    outside a running gateway: it may log in to its platform, nothing else."""
     problems: list[str] = []
     config: RoutingConfig | None = None
     try:
@@ -36,7 +39,8 @@ async def run_checks(
     except ValueError as error:
         problems.append(f"config: {error}")
     for name, factory in channels.items():
-        problem = await _check_channel(name, factory(), settings.channel_connect_timeout_seconds)
+        channel = factory(offline_context(settings, ChannelName(name)))
+        problem = await _check_channel(name, channel, settings.channel_connect_timeout_seconds)
         if problem:
             problems.append(problem)
     db = Database(settings.database_url)
@@ -69,7 +73,7 @@ def _report(problems: list[str]) -> int:
     return 1 if problems else 0
 
 
-def _stale_key_targets(config: RoutingConfig, keys: list[ApiKey]) -> list[str]:
+def _stale_key_targets(config: RoutingConfig, keys: list[ApiKeyRow]) -> list[str]:
     """Keys whose default target the current config no longer defines."""
     problems = []
     for key in keys:

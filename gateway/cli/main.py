@@ -14,18 +14,14 @@ from typing import Any
 from channels.discord.channel import DiscordChannel
 from channels.registry import REGISTRY
 from channels.slack.manifest import manifest
-from channels.web.auth import (
-    console_people,
-    create_sign_in_link,
-    hash_password,
-    person_with_email,
-)
+from channels.web.auth import console_people, create_sign_in_link, hash_password
 from gateway.answers import decisions
 from gateway.app import Server, build_core, create_app
 from gateway.cli import bootstrap, claude_hook
 from gateway.cli.checks import run_checks
 from gateway.cli.webhook_ping import send_test_event
 from gateway.core import Core
+from gateway.doors import channel_context, offline_context
 from gateway.errors import GatewayError, NotFound
 from gateway.lifecycle import Event, Kind, Status
 from gateway.outbox.webhooks import add_endpoint
@@ -37,8 +33,8 @@ from gateway.store import migrate
 from gateway.store import outbox as outbox_store
 from gateway.store import projects as project_store
 from gateway.store import requests as request_store
-from gateway.store.rows import Project, Request
-from gateway.vocabulary import AnsweredIn, JobStatus
+from gateway.store.rows import ProjectRow, RequestRow
+from gateway.vocabulary import AnsweredIn, ChannelName, JobStatus
 from gateway.wire.models import FunctionCallStatusIn, HumanContactStatusIn
 
 # Long-polls and console streams end as the shutdown begins; a request still open after this
@@ -94,9 +90,10 @@ async def _first_start(core: Core, args: argparse.Namespace) -> int:
         print("Give your agent these two lines:\n")
         print(f"  export HUMANLAYER_API_BASE=http://{host}:{port}/humanlayer/v1")
         print(f"  export HUMANLAYER_API_KEY={created.key}\n", flush=True)
-        if not console_people(core):
+        console = channel_context(core, ChannelName.WEB)
+        if not console_people(console):
             link = await create_sign_in_link(
-                core, base_url=core.settings.public_url or f"http://{host}:{port}"
+                console, base_url=core.settings.public_url or f"http://{host}:{port}"
             )
             print("Open the web console (a one-time link; `gateway console link` makes more):\n")
             print(f"  {link}\n", flush=True)
@@ -104,10 +101,11 @@ async def _first_start(core: Core, args: argparse.Namespace) -> int:
 
 
 async def console_link(core: Core, args: argparse.Namespace) -> int:
-    if args.email is not None and person_with_email(core, args.email) is None:
+    console = channel_context(core, ChannelName.WEB)
+    if args.email is not None and console.console.person_with_email(args.email) is None:
         raise NotFound(f"no person with email {args.email!r} in the routing config")
     print("A one-time sign-in link, valid for 30 minutes:")
-    print(await create_sign_in_link(core, args.email))
+    print(await create_sign_in_link(console, args.email))
     return 0
 
 
@@ -145,7 +143,7 @@ async def keys_revoke(core: Core, args: argparse.Namespace) -> int:
 
 
 async def _project_id(core: Core, name: str, *, create: bool = False) -> int:
-    project: Project | None
+    project: ProjectRow | None
     if create:
         project = await core.db.write(project_store.ensure_project, name)
     else:
@@ -181,7 +179,7 @@ async def webhooks_test(core: Core, args: argparse.Namespace) -> int:
     return 0 if results and all("→ 2" in line for line in results) else 1
 
 
-async def _request(core: Core, args: argparse.Namespace) -> Request:
+async def _request(core: Core, args: argparse.Namespace) -> RequestRow:
     project_id = await _project_id(core, args.project)
     row = await core.db.read(request_store.get_by_call_id, project_id, args.call_id)
     if row is None:
@@ -259,9 +257,9 @@ def slack_manifest(_settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-def discord_invite_url(_settings: Settings, _args: argparse.Namespace) -> int:
+def discord_invite_url(settings: Settings, _args: argparse.Namespace) -> int:
     async def main() -> str:
-        channel = DiscordChannel()
+        channel = DiscordChannel(offline_context(settings, ChannelName.DISCORD))
         try:
             return await channel.invite_url()
         finally:

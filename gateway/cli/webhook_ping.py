@@ -13,13 +13,13 @@ from gateway.outbox.webhooks import EndpointGone, envelope, new_message_id, post
 from gateway.security.crypto import new_rid
 from gateway.store import dumps, utcnow
 from gateway.store import projects as project_store
-from gateway.store.rows import Request
+from gateway.store.rows import RequestRow
 from gateway.vocabulary import AnsweredIn
 
 
-def sample_request() -> Request:
+def sample_request() -> RequestRow:
     spec = {"fn": "send_email", "kwargs": {"to": "ops@example.com"}, "state": {"test": True}}
-    return Request(
+    return RequestRow(
         rid=new_rid(),
         project_id=0,
         kind=Kind.FUNCTION_CALL.value,

@@ -1,6 +1,6 @@
 """The outbox worker: claim due jobs, run them, record the outcome with the job's end.
 
-Delivery is at least once. A crash between the side effect and its record leaves the job
+DeliveryRow is at least once. A crash between the side effect and its record leaves the job
 claimable again, so every handler is idempotent (a send checks whether it already happened).
 """
 
@@ -31,7 +31,7 @@ from gateway.store import outbox as outbox_store
 from gateway.store import projects as project_store
 from gateway.store import requests as request_store
 from gateway.store import utcnow
-from gateway.store.rows import Delivery, OutboxJob, Request
+from gateway.store.rows import DeliveryRow, JobRow, RequestRow
 from gateway.vocabulary import AuditEvent, DeliveryStatus, JobKind
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ class Dispatcher:
         self._stopping = asyncio.Event()
         self._held: set[int] = set()  # claimed, and their outcome not yet recorded
         self.worker = uuid.uuid4().hex  # the name its claims are made in
-        self._handlers: dict[str, Callable[[OutboxJob], Awaitable[Record]]] = {
+        self._handlers: dict[str, Callable[[JobRow], Awaitable[Record]]] = {
             JobKind.DELIVER: self._deliver,
             JobKind.UPDATE: self._update,
             JobKind.WEBHOOK: self._webhook,
@@ -154,7 +154,7 @@ class Dispatcher:
             await asyncio.wait_for(wakeup.wait(), timeout=seconds)
         wakeup.clear()
 
-    async def _run(self, job: OutboxJob) -> None:
+    async def _run(self, job: JobRow) -> None:
         assert job.id is not None
         try:
             await self._attempt(job)
@@ -163,7 +163,7 @@ class Dispatcher:
             raise
         self._held.discard(job.id)  # not reached when cancelled: finish() hands it back
 
-    async def _attempt(self, job: OutboxJob) -> None:
+    async def _attempt(self, job: JobRow) -> None:
         assert job.id is not None
         try:
             record = await self._handlers[job.kind](job)
@@ -187,7 +187,7 @@ class Dispatcher:
 
             await self.core.db.write(complete)
 
-    async def _failed(self, job: OutboxJob, error: DeliveryError) -> None:
+    async def _failed(self, job: JobRow, error: DeliveryError) -> None:
         assert job.id is not None
         final = not error.retryable or job.attempts >= job.max_attempts
         policy = self.webhook_policy if job.kind == JobKind.WEBHOOK else self.channel_policy
@@ -213,7 +213,7 @@ class Dispatcher:
             error,
         )
 
-    async def _wait_for_channel(self, job: OutboxJob, down: ChannelDown) -> None:
+    async def _wait_for_channel(self, job: JobRow, down: ChannelDown) -> None:
         """Keep the attempt: the job is due again when the channel connects (or at the cap)."""
         assert job.id is not None
         run_at = utcnow() + timedelta(seconds=self.core.settings.channel_retry_cap_seconds)
@@ -231,7 +231,7 @@ class Dispatcher:
         await self.core.db.write(record_wait)
         log.info("outbox job %s (%s) waits: %s", job.id, job.kind, down)
 
-    async def _endpoint_gone(self, job: OutboxJob, reason: str) -> None:
+    async def _endpoint_gone(self, job: JobRow, reason: str) -> None:
         assert job.id is not None
         endpoint_id = json.loads(job.payload_json)["endpoint_id"]
 
@@ -245,10 +245,10 @@ class Dispatcher:
 
         await self.core.db.write(disable)
 
-    async def _load(self, delivery_id: int) -> tuple[Delivery, Request, str]:
+    async def _load(self, delivery_id: int) -> tuple[DeliveryRow, RequestRow, str]:
         return await self.core.db.read(_load, delivery_id)
 
-    async def _deliver(self, job: OutboxJob) -> Record:
+    async def _deliver(self, job: JobRow) -> Record:
         delivery, row, project = await self._load(json.loads(job.payload_json)["delivery_id"])
         assert delivery.id is not None
         delivery_id = delivery.id
@@ -283,18 +283,18 @@ class Dispatcher:
 
         return record
 
-    async def _update(self, job: OutboxJob) -> Record:
+    async def _update(self, job: JobRow) -> Record:
         delivery, row, project = await self._load(json.loads(job.payload_json)["delivery_id"])
         target = Target.model_validate_json(delivery.target_json)
         ref = json.loads(delivery.ref_json or "{}")
         await self.core.channels[delivery.channel].update(self.core.view(row, project), target, ref)
         return _nothing
 
-    async def _timer(self, job: OutboxJob) -> Record:
+    async def _timer(self, job: JobRow) -> Record:
         await timer_jobs.fire(self.core, job)
         return _nothing
 
-    async def _remind(self, job: OutboxJob) -> Record:
+    async def _remind(self, job: JobRow) -> Record:
         payload = json.loads(job.payload_json)
         delivery, row, project = await self._load(payload["delivery_id"])
         channel = self.core.channels.get(delivery.channel)
@@ -312,7 +312,7 @@ class Dispatcher:
 
         return record
 
-    async def _webhook(self, job: OutboxJob) -> Record:
+    async def _webhook(self, job: JobRow) -> Record:
         payload = json.loads(job.payload_json)
         endpoint = await self.core.db.read(project_store.get_webhook, payload["endpoint_id"])
         if endpoint is None or not endpoint.enabled:
@@ -342,7 +342,7 @@ class Dispatcher:
         return record
 
 
-def _note_failure(conn: Connection, job: OutboxJob, error: str, *, final: bool) -> None:
+def _note_failure(conn: Connection, job: JobRow, error: str, *, final: bool) -> None:
     payload = json.loads(job.payload_json)
     if job.kind == JobKind.DELIVER:
         status = DeliveryStatus.FAILED if final else DeliveryStatus.RETRYING
@@ -355,7 +355,7 @@ def _note_failure(conn: Connection, job: OutboxJob, error: str, *, final: bool) 
         request_store.add_event(conn, job.rid, event, detail)
 
 
-def _fall_back(conn: Connection, job: OutboxJob, target: Target) -> None:
+def _fall_back(conn: Connection, job: JobRow, target: Target) -> None:
     assert job.rid is not None and job.project_id is not None
     failed = json.loads(job.payload_json)["delivery_id"]
     delivery_id = queue_delivery(conn, job.rid, job.project_id, target)
@@ -363,7 +363,7 @@ def _fall_back(conn: Connection, job: OutboxJob, target: Target) -> None:
     request_store.add_event(conn, job.rid, AuditEvent.DELIVERY_FALLBACK, detail)
 
 
-def _load(conn: Connection, delivery_id: int) -> tuple[Delivery, Request, str]:
+def _load(conn: Connection, delivery_id: int) -> tuple[DeliveryRow, RequestRow, str]:
     """A delivery, its request and the request's project name."""
     delivery = request_store.get_delivery(conn, delivery_id)
     assert delivery is not None

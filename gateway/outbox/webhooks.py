@@ -19,7 +19,7 @@ from gateway.security.ssrf import check_scheme, pin_public
 from gateway.store import dumps
 from gateway.store import outbox as outbox_store
 from gateway.store import projects as project_store
-from gateway.store.rows import Request, WebhookEndpoint
+from gateway.store.rows import EndpointRow, RequestRow
 from gateway.vocabulary import JobKind
 from gateway.wire.output import to_wire
 
@@ -35,7 +35,7 @@ class EndpointGone(Exception):
     """The receiver answered 410: stop sending to this endpoint."""
 
 
-def envelope(row: Request, *, is_test: bool = False) -> dict[str, Any]:
+def envelope(row: RequestRow, *, is_test: bool = False) -> dict[str, Any]:
     return {"type": _EVENT_OF_KIND[Kind(row.kind)], "event": to_wire(row), "is_test": is_test}
 
 
@@ -43,12 +43,12 @@ def new_message_id() -> str:
     return "msg_" + secrets.token_urlsafe(18)
 
 
-def subscribed(endpoint: WebhookEndpoint, event_type: str) -> bool:
+def subscribed(endpoint: EndpointRow, event_type: str) -> bool:
     events: list[str] = json.loads(endpoint.events_json)
     return not events or event_type in events
 
 
-def enqueue_completed(conn: Connection, core: Core, row: Request) -> None:
+def enqueue_completed(conn: Connection, core: Core, row: RequestRow) -> None:
     """One job per subscribed endpoint; the body is fixed now so retries resend it as is."""
     body = dumps(envelope(row))
     event_type = _EVENT_OF_KIND[Kind(row.kind)]

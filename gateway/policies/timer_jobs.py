@@ -21,14 +21,14 @@ from gateway.seam.targets import Target
 from gateway.store import outbox as outbox_store
 from gateway.store import requests as request_store
 from gateway.store import votes as vote_store
-from gateway.store.rows import OutboxJob, Request
+from gateway.store.rows import JobRow, RequestRow
 from gateway.vocabulary import AnsweredIn, AuditEvent, DeliveryStatus, JobKind, Timer
 
 REMIND_ATTEMPTS = 4
 GATEWAY = {"channel": AnsweredIn.GATEWAY, "user_id": "gateway", "name": "the gateway"}
 
 
-async def fire(core: Core, job: OutboxJob) -> None:
+async def fire(core: Core, job: JobRow) -> None:
     """Run a due timer; a decided request makes it a no-op."""
     assert job.rid is not None
     row = await core.db.read(request_store.get_by_rid, job.rid)
@@ -43,7 +43,7 @@ async def fire(core: Core, job: OutboxJob) -> None:
         await core.db.write(_escalate, core, row.rid, payload["target"])
 
 
-def expiry_decision(row: Request, waited: float, response: str | None) -> Decision:
+def expiry_decision(row: RequestRow, waited: float, response: str | None) -> Decision:
     """Fail closed: a function call is rejected with a comment that says so (the SDK's
     require_approval returns its denial); a question gets its fallback or expires."""
     comment = f"No decision within {spoken(waited)}; expired"
@@ -54,7 +54,7 @@ def expiry_decision(row: Request, waited: float, response: str | None) -> Decisi
     return Decision(Event.EXPIRE, GATEWAY, comment=comment.replace("decision", "answer"))
 
 
-async def _expire(core: Core, row: Request, payload: dict[str, Any]) -> None:
+async def _expire(core: Core, row: RequestRow, payload: dict[str, Any]) -> None:
     decision = expiry_decision(row, payload["waited"], payload.get("response"))
     with contextlib.suppress(Conflict):  # a person decided meanwhile: their decision stands
         await decide(core, row, decision)

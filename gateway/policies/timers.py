@@ -16,13 +16,13 @@ from sqlalchemy.engine import Connection
 from gateway.lifecycle import Kind
 from gateway.policies.plans import Schedule
 from gateway.store import outbox as outbox_store
-from gateway.store.rows import Request
+from gateway.store.rows import RequestRow
 from gateway.vocabulary import JobKind, Timer
 
 TIMER_ATTEMPTS = 8
 
 
-def schedule(conn: Connection, row: Request, plan: Schedule) -> None:
+def schedule(conn: Connection, row: RequestRow, plan: Schedule) -> None:
     """The request's timers, in the transaction that creates it. Reminders and escalation
     steps due at or after the deadline are left out: nothing is pending by then."""
     due: list[tuple[datetime, dict[str, Any]]] = []

@@ -10,19 +10,19 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy.engine import Connection
 
 from gateway.policies import evaluator
 from gateway.policies.routing import RoutingConfig
+from gateway.seam.console import PolicyNode, Standing
 from gateway.seam.views import Progress
 from gateway.store import dumps, utcnow
 from gateway.store import requests as request_store
 from gateway.store import votes as vote_store
-from gateway.store.rows import Request
-from gateway.store.rows import Vote as VoteRow
+from gateway.store.rows import RequestRow, VoteRow
 from gateway.vocabulary import AnsweredIn
 
 # The API, the CLI and the console's operator sign-in speak for an operator: their vote
@@ -70,7 +70,7 @@ def counted_targets(
     return frozenset(found)
 
 
-def seconds_since(row: Request, moment: datetime) -> float:
+def seconds_since(row: RequestRow, moment: datetime) -> float:
     return (moment - row.requested_at).total_seconds()
 
 
@@ -82,7 +82,7 @@ class Counted:
     reversed: bool = False  # they answered the other way before: that answer stands
 
 
-def _covered(tree: evaluator.Node, row: Request, theirs: list[VoteRow]) -> frozenset[int]:
+def _covered(tree: evaluator.Node, row: RequestRow, theirs: list[VoteRow]) -> frozenset[int]:
     """The targets a person's earlier votes counted for (each while it was open)."""
     covered: set[int] = set()
     for vote in theirs:
@@ -94,7 +94,7 @@ def _covered(tree: evaluator.Node, row: Request, theirs: list[VoteRow]) -> froze
 def record(
     conn: Connection,
     config: RoutingConfig,
-    row: Request,
+    row: RequestRow,
     approve: bool,
     user_info: dict[str, Any],
     *,
@@ -130,11 +130,12 @@ def record(
         )
         vote_store.add(conn, vote)
         votes.append(vote)
-    replayed = [_replayed(row, v) for v in votes]
-    return Counted(evaluator.evaluate(tree, replayed, now=seconds_since(row, now)), votes, fresh)
+    replay = [replayed(row, v) for v in votes]
+    return Counted(evaluator.evaluate(tree, replay, now=seconds_since(row, now)), votes, fresh)
 
 
-def _replayed(row: Request, vote: VoteRow) -> evaluator.Vote:
+def replayed(row: RequestRow, vote: VoteRow) -> evaluator.Vote:
+    """A stored vote as the evaluator counts it (its time in seconds after the request)."""
     targets = frozenset(json.loads(vote.targets_json))
     return evaluator.Vote(vote.person, vote.approve, targets, seconds_since(row, vote.at))
 
@@ -151,11 +152,58 @@ def progress(
 ) -> Progress:
     """Where the request stands, for every copy and the console."""
     approvals, needed = evaluator.summary(verdict.progress)
-    first_info: dict[str, dict[str, Any]] = {}
+    infos = _first_infos(rows)
+    approvers = tuple(infos[p] for p in verdict.progress.approved_by)
+    return Progress(approvals, needed, approvers, _tree(verdict.progress, route, infos))
+
+
+def _first_infos(rows: list[VoteRow]) -> dict[str, dict[str, Any]]:
+    """Each voter's user_info, as their first vote gave it."""
+    infos: dict[str, dict[str, Any]] = {}
     for vote in rows:
-        first_info.setdefault(vote.person, json.loads(vote.user_info_json))
-    approvers = tuple(first_info[p] for p in verdict.progress.approved_by)
-    return Progress(approvals, needed, approvers, _tree(verdict.progress, route, first_info))
+        infos.setdefault(vote.person, json.loads(vote.user_info_json))
+    return infos
+
+
+def standing(
+    tree: evaluator.Node, verdict: evaluator.Verdict, rows: list[VoteRow], row: RequestRow
+) -> Standing:
+    """Where a request stands, for its console page: the progress every copy shows, and each
+    node of its policy with who approved it, its delay and when it begins."""
+    route = json.loads(row.route_json)
+    infos = _first_infos(rows)
+    shown = _node(tree, verdict.progress, route, infos, row.requested_at, 0.0)
+    return Standing(progress(verdict, rows, route), shown)
+
+
+def _node(
+    node: evaluator.Node,
+    part: evaluator.Progress,
+    route: list[dict[str, Any]],
+    infos: dict[str, dict[str, Any]],
+    requested_at: datetime,
+    offset: float,
+) -> PolicyNode:
+    """One node of the tree; `part` is its part of the verdict's progress (same shape)."""
+    approvals, needed = evaluator.summary(part)
+    begins = requested_at + timedelta(seconds=offset + _first_leaf(node))
+    names = tuple(str(infos[p].get("name") or p) for p in part.approved_by if p in infos)
+    common = (approvals, needed, part.required, part.approved, part.active, names, node.delay)
+    if isinstance(node, evaluator.Leaf):
+        return PolicyNode(*common, begins_at=begins, target=route[node.target])
+    start = offset + node.delay
+    children = tuple(
+        _node(child, child_part, route, infos, requested_at, start)
+        for child, child_part in zip(node.children, part.children, strict=True)
+    )
+    return PolicyNode(*common, begins_at=begins, mode=node.mode.value, children=children)
+
+
+def _first_leaf(node: evaluator.Node) -> float:
+    """Seconds from its parent's start until the node's first leaf becomes active."""
+    if isinstance(node, evaluator.Leaf):
+        return node.delay
+    return node.delay + min(_first_leaf(child) for child in node.children)
 
 
 def _tree(

@@ -16,14 +16,10 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gateway.runtime.retry import RetryPolicy
 from gateway.seam.connections import Health, Session, State, explain, health_after
-from gateway.store import outbox as outbox_store
-
-if TYPE_CHECKING:
-    from gateway.core import Core
 
 log = logging.getLogger(__name__)
 
@@ -198,22 +194,6 @@ async def _first_of(event_wait: Awaitable[object], task: asyncio.Task[None]) -> 
 def _log_failure(task: asyncio.Task[None]) -> None:
     if not task.cancelled() and task.exception() is not None:
         log.error("after connecting: %s", explain(task.exception()))  # type: ignore[arg-type]
-
-
-def supervise(core: Core, name: str, session: Session) -> Supervisor:
-    """A supervisor with the gateway's timeouts, which on each (re)connect sends what waited."""
-
-    async def resume() -> None:
-        await core.db.write(outbox_store.resume_waiting, name)
-
-    settings = core.settings
-    return Supervisor(
-        name,
-        session,
-        connect_timeout=settings.channel_connect_timeout_seconds,
-        policy=RetryPolicy(base=0.5, cap=settings.channel_retry_cap_seconds, jitter=0.2),
-        on_connected=resume,
-    )
 
 
 def connected(channel: object) -> bool:

@@ -1,4 +1,6 @@
-"""The seam every channel implements (owned by the core; the channels implement it)."""
+"""The protocols a channel implements. A channel is built by its factory from its
+`ChannelContext` (`gateway.seam.context`), and translates: platform event -> one core call,
+core outcome -> platform message."""
 
 from __future__ import annotations
 
@@ -12,8 +14,6 @@ from gateway.vocabulary import ChannelName
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-    from gateway.core import Core
-
 
 class Channel(Protocol):
     name: ChannelName
@@ -22,10 +22,14 @@ class Channel(Protocol):
         """Settings that must be set before this channel can deliver; empty when ready."""
         ...
 
-    async def start(self) -> None: ...
+    async def start(self) -> None:
+        """Start what runs in the background (a supervised connection); never waits on it."""
+        ...
 
     async def send(self, request: RequestView, target: Target, /) -> Sent:
-        """Post the request; raise gateway.errors.DeliveryError on failure."""
+        """Post the request; raise gateway.errors.DeliveryError on failure. Runs at least
+        once: a retry after a crash must not post twice (check, or use the platform's
+        idempotency key)."""
         ...
 
     async def update(self, request: RequestView, target: Target, ref: dict[str, Any], /) -> None:
@@ -56,10 +60,12 @@ class Remindable(Protocol):
 
 
 @runtime_checkable
-class Mountable(Protocol):
-    """A channel that receives HTTP callbacks (Slack's events and interactions)."""
+class Routed(Protocol):
+    """A channel that serves HTTP routes (Slack's events, the console's pages)."""
 
-    def mount(self, app: FastAPI, core: Core, /) -> None: ...
+    def mount(self, app: FastAPI, /) -> None:
+        """Add the routes; everything else the channel needs, it was given when built."""
+        ...
 
 
 @runtime_checkable
@@ -73,8 +79,8 @@ class Checkable(Protocol):
 
 @runtime_checkable
 class Connected(Protocol):
-    """A channel that keeps a platform connection open, under a supervisor.
-
-    `connection` is None while the channel needs none (not configured, Slack over HTTP)."""
+    """A channel that keeps a platform connection open, under a supervisor
+    (`ChannelContext.supervise`). `connection` is None while the channel needs none (not
+    configured, Slack over HTTP)."""
 
     connection: Connection | None

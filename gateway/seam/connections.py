@@ -64,6 +64,11 @@ class Connection(Protocol):
         ...
 
     @property
+    def wanted(self) -> bool:
+        """The channel started the connection (and has not closed it)."""
+        ...
+
+    @property
     def owner(self) -> str | None:
         """With several replicas, the one that owns the connection (None: not known)."""
         ...

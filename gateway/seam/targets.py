@@ -17,3 +17,11 @@ class Target(BaseModel):
     address: dict[str, Any]
     responders: list[str] | None = None  # platform ids or emails allowed to answer
     via: str
+
+
+def responders_through(route: list[dict[str, Any]], channel: ChannelName) -> set[str] | None:
+    """Who may answer through `channel`: the route's responders there, or None for anyone."""
+    targets = [t for t in route if t["channel"] == channel]
+    if not targets or any(t.get("responders") is None for t in targets):
+        return None
+    return {responder for t in targets for responder in t["responders"]}

@@ -13,9 +13,9 @@ import json
 import time
 from typing import Any
 
+from gateway.errors import BadToken
 
-class BadToken(ValueError):
-    """The token is forged, damaged or expired (the message says which)."""
+__all__ = ["BadToken", "sign", "tag", "verify"]
 
 
 def _b64(data: bytes) -> str:

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from gateway.lifecycle import Status
+from gateway.seam.console import Filters, LiveSession, LoginUse
 from gateway.store import outbox as outbox_store
 from gateway.store import requests as request_store
 from gateway.store import tables
-from gateway.store.rows import Delivery, OutboxJob, Request, RequestEvent
+from gateway.store.rows import DeliveryRow, EventRow, JobRow, RequestRow
 from gateway.store.values import dumps, utcnow
 from gateway.vocabulary import DeliveryStatus, JobKind, JobStatus
 
@@ -32,13 +32,6 @@ def create_login(conn: Connection, token_hash: str, email: str | None, ttl: time
     values = {"token_hash": token_hash, "email": email, "created_at": now, "expires_at": now + ttl}
     conn.execute(sa.insert(_login).values(values))
     return now + ttl
-
-
-@dataclass(frozen=True)
-class LoginUse:
-    ok: bool
-    email: str | None = None
-    reason: str = ""
 
 
 def use_login(conn: Connection, token_hash: str) -> LoginUse:
@@ -61,17 +54,6 @@ def use_login(conn: Connection, token_hash: str) -> LoginUse:
     if found.used_at is not None:
         return LoginUse(ok=False, reason="this sign-in link was used already; ask for a new one")
     return LoginUse(ok=False, reason="this sign-in link has expired; ask for a new one")
-
-
-@dataclass(frozen=True)
-class LiveSession:
-    """A session that has not ended: whose it is, and its pending notice."""
-
-    email: str | None
-    name: str
-    projects: tuple[str, ...] | None
-    flash: str | None
-    flash_path: str | None
 
 
 def create_session(
@@ -160,18 +142,6 @@ def take_flash(conn: Connection, sid_hash: str, path: str, text: str) -> bool:
     return bool((conn.execute(query)).rowcount)
 
 
-@dataclass(frozen=True)
-class Filters:
-    """The queue's and the history's filters; None means any."""
-
-    project: str | None = None
-    kind: str | None = None
-    run_id: str | None = None
-    fn: str | None = None
-    text: str | None = None  # history search: call id, run id, function, comment, answer
-    mine: bool = False  # the queue: only what the signed-in person may still answer (the core)
-
-
 def search_requests(
     conn: Connection,
     *,
@@ -179,7 +149,7 @@ def search_requests(
     pending: bool,
     filters: Filters,
     limit: int = 200,
-) -> list[tuple[Request, str]]:
+) -> list[tuple[RequestRow, str]]:
     """Requests with their project's name, newest first (`projects=None`: every project)."""
     query = (
         sa.select(_request, _project.c.name.label("project_name"))
@@ -207,10 +177,10 @@ def search_requests(
     return [(_as_request(row), str(row.project_name)) for row in rows]
 
 
-def _as_request(row: sa.Row[object]) -> Request:
+def _as_request(row: sa.Row[object]) -> RequestRow:
     values = dict(row._mapping)
     values.pop("project_name")
-    return Request(**values)
+    return RequestRow(**values)
 
 
 def project_name(conn: Connection, project_id: int) -> str | None:
@@ -235,13 +205,13 @@ def last_delivery_errors(conn: Connection) -> dict[str, tuple[str, datetime]]:
 
 def webhook_jobs(
     conn: Connection, project_ids: Sequence[int] | None, limit: int = 200
-) -> list[OutboxJob]:
+) -> list[JobRow]:
     """Recent webhook deliveries (outbox jobs), newest first."""
     webhooks = _job.c.kind == JobKind.WEBHOOK
     query = sa.select(_job).where(webhooks).order_by(_job.c.id.desc()).limit(limit)
     if project_ids is not None:
         query = query.where(_job.c.project_id.in_(project_ids))
-    return [OutboxJob(**row._mapping) for row in (conn.execute(query)).all()]
+    return [JobRow(**row._mapping) for row in (conn.execute(query)).all()]
 
 
 def project_ids(conn: Connection, names: Sequence[str]) -> list[int]:
@@ -249,7 +219,7 @@ def project_ids(conn: Connection, names: Sequence[str]) -> list[int]:
     return [int(value) for value in (conn.execute(query)).scalars()]
 
 
-def deliveries_and_events(conn: Connection, rid: str) -> tuple[list[Delivery], list[RequestEvent]]:
+def deliveries_and_events(conn: Connection, rid: str) -> tuple[list[DeliveryRow], list[EventRow]]:
     return request_store.list_deliveries(conn, [rid]), request_store.list_events(conn, rid)
 
 
@@ -261,7 +231,7 @@ def voted_on(conn: Connection, rids: Sequence[str], person: str) -> set[str]:
     return {str(rid) for rid in conn.execute(query).scalars()}
 
 
-def next_timer(conn: Connection, rid: str) -> OutboxJob | None:
+def next_timer(conn: Connection, rid: str) -> JobRow | None:
     """The request's next timer still to run (deadline, reminder or escalation), if any."""
     query = (
         sa.select(_job)
@@ -270,7 +240,7 @@ def next_timer(conn: Connection, rid: str) -> OutboxJob | None:
         .limit(1)
     )
     row = conn.execute(query).first()
-    return None if row is None else OutboxJob(**row._mapping)
+    return None if row is None else JobRow(**row._mapping)
 
 
 def redeliver_webhook(conn: Connection, job_id: int, sees: Callable[[str], bool]) -> bool:

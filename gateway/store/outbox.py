@@ -10,7 +10,7 @@ from sqlalchemy.engine import Connection
 
 from gateway.store import tables
 from gateway.store.changes import jobs_queued
-from gateway.store.rows import OutboxJob
+from gateway.store.rows import JobRow
 from gateway.store.values import dumps, utcnow
 from gateway.vocabulary import JobKind, JobStatus
 
@@ -48,7 +48,7 @@ def enqueue(
 
 def claim(
     conn: Connection, *, limit: int, lease: timedelta, skip_locked: bool, worker: str = ""
-) -> list[OutboxJob]:
+) -> list[JobRow]:
     """Take due jobs (and jobs whose lease ran out after a crash) for one lease period, in
     `worker`'s name: only it renews or hands back their leases."""
     now = utcnow()
@@ -72,7 +72,7 @@ def claim(
         .returning(*_job.c)
     )
     rows = (conn.execute(query)).all()
-    return sorted((OutboxJob(**row._mapping) for row in rows), key=lambda job: job.id or 0)
+    return sorted((JobRow(**row._mapping) for row in rows), key=lambda job: job.id or 0)
 
 
 def complete(conn: Connection, job_id: int) -> None:
@@ -188,18 +188,18 @@ def next_due_at(conn: Connection) -> datetime | None:
 
 def list_jobs(
     conn: Connection, *, project_id: int | None, status: JobStatus | None, limit: int = 100
-) -> list[OutboxJob]:
+) -> list[JobRow]:
     query = sa.select(_job).order_by(_job.c.id.desc()).limit(limit)
     if project_id is not None:
         query = query.where(_job.c.project_id == project_id)
     if status is not None:
         query = query.where(_job.c.status == status)
-    return [OutboxJob(**row._mapping) for row in (conn.execute(query)).all()]
+    return [JobRow(**row._mapping) for row in (conn.execute(query)).all()]
 
 
-def get_job(conn: Connection, job_id: int) -> OutboxJob | None:
+def get_job(conn: Connection, job_id: int) -> JobRow | None:
     row = (conn.execute(sa.select(_job).where(_job.c.id == job_id))).first()
-    return None if row is None else OutboxJob(**row._mapping)
+    return None if row is None else JobRow(**row._mapping)
 
 
 def cancel_timers(conn: Connection, rid: str) -> None:

@@ -10,7 +10,7 @@ from sqlalchemy.engine import Connection
 
 from gateway.store import tables
 from gateway.store.changes import keys_changed
-from gateway.store.rows import ApiKey, Project, WebhookEndpoint
+from gateway.store.rows import ApiKeyRow, EndpointRow, ProjectRow
 from gateway.store.values import dumps, utcnow
 
 _project = tables.Project.__table__  # type: ignore[attr-defined]
@@ -22,17 +22,17 @@ _INSERT_PROJECT = {
 }
 
 
-def get_project(conn: Connection, name: str) -> Project | None:
+def get_project(conn: Connection, name: str) -> ProjectRow | None:
     row = (conn.execute(sa.select(_project).where(_project.c.name == name))).first()
-    return None if row is None else Project(**row._mapping)
+    return None if row is None else ProjectRow(**row._mapping)
 
 
-def get_project_by_id(conn: Connection, project_id: int) -> Project | None:
+def get_project_by_id(conn: Connection, project_id: int) -> ProjectRow | None:
     row = (conn.execute(sa.select(_project).where(_project.c.id == project_id))).first()
-    return None if row is None else Project(**row._mapping)
+    return None if row is None else ProjectRow(**row._mapping)
 
 
-def ensure_project(conn: Connection, name: str) -> Project:
+def ensure_project(conn: Connection, name: str) -> ProjectRow:
     existing = get_project(conn, name)
     if existing is not None:
         return existing
@@ -43,9 +43,9 @@ def ensure_project(conn: Connection, name: str) -> Project:
     return project
 
 
-def list_projects(conn: Connection) -> list[Project]:
+def list_projects(conn: Connection) -> list[ProjectRow]:
     rows = (conn.execute(sa.select(_project).order_by(_project.c.id))).all()
-    return [Project(**row._mapping) for row in rows]
+    return [ProjectRow(**row._mapping) for row in rows]
 
 
 def count_keys(conn: Connection) -> int:
@@ -92,17 +92,17 @@ _FIND_KEY = (
 )
 
 
-def find_key(conn: Connection, key_hash: str) -> tuple[ApiKey, Project] | None:
+def find_key(conn: Connection, key_hash: str) -> tuple[ApiKeyRow, ProjectRow] | None:
     row = (conn.execute(_FIND_KEY, {"key_hash": key_hash})).first()
     if row is None:
         return None
     mapping = row._mapping
-    key = ApiKey(**{column.name: mapping[column.name] for column in _key.c})
-    project = Project(**{column.name: mapping[f"p__{column.name}"] for column in _project.c})
+    key = ApiKeyRow(**{column.name: mapping[column.name] for column in _key.c})
+    project = ProjectRow(**{column.name: mapping[f"p__{column.name}"] for column in _project.c})
     return key, project
 
 
-def list_keys(conn: Connection) -> list[tuple[ApiKey, str]]:
+def list_keys(conn: Connection) -> list[tuple[ApiKeyRow, str]]:
     query = (
         sa.select(_key, _project.c.name.label("project_name"))
         .join(_project, _project.c.id == _key.c.project_id)
@@ -112,7 +112,7 @@ def list_keys(conn: Connection) -> list[tuple[ApiKey, str]]:
     for row in (conn.execute(query)).all():
         mapping = dict(row._mapping)
         project_name = mapping.pop("project_name")
-        result.append((ApiKey(**mapping), project_name))
+        result.append((ApiKeyRow(**mapping), project_name))
     return result
 
 
@@ -155,18 +155,18 @@ def upsert_webhook(
 
 def list_webhooks(
     conn: Connection, project_id: int | None = None, *, enabled_only: bool = False
-) -> list[WebhookEndpoint]:
+) -> list[EndpointRow]:
     query = sa.select(_webhook).order_by(_webhook.c.id)
     if project_id is not None:
         query = query.where(_webhook.c.project_id == project_id)
     if enabled_only:
         query = query.where(_webhook.c.enabled.is_(True))
-    return [WebhookEndpoint(**row._mapping) for row in (conn.execute(query)).all()]
+    return [EndpointRow(**row._mapping) for row in (conn.execute(query)).all()]
 
 
-def get_webhook(conn: Connection, webhook_id: int) -> WebhookEndpoint | None:
+def get_webhook(conn: Connection, webhook_id: int) -> EndpointRow | None:
     row = (conn.execute(sa.select(_webhook).where(_webhook.c.id == webhook_id))).first()
-    return None if row is None else WebhookEndpoint(**row._mapping)
+    return None if row is None else EndpointRow(**row._mapping)
 
 
 def disable_webhook(conn: Connection, webhook_id: int, reason: str) -> None:

@@ -14,7 +14,7 @@ from sqlalchemy.engine import Connection
 from gateway.lifecycle import Kind, Status
 from gateway.store import tables
 from gateway.store.changes import request_changed
-from gateway.store.rows import Delivery, Request, RequestEvent, values
+from gateway.store.rows import DeliveryRow, EventRow, RequestRow, values
 from gateway.store.values import dumps, utcnow
 from gateway.vocabulary import AuditEvent, ChannelName, DeliveryStatus
 
@@ -24,8 +24,8 @@ _delivery = tables.Delivery.__table__  # type: ignore[attr-defined]
 _project = tables.Project.__table__  # type: ignore[attr-defined]
 
 
-def _to_request(row: sa.Row[Any] | None) -> Request | None:
-    return None if row is None else Request(**row._mapping)
+def _to_request(row: sa.Row[Any] | None) -> RequestRow | None:
+    return None if row is None else RequestRow(**row._mapping)
 
 
 # Hot statements are built once: building one costs more than running it on SQLite.
@@ -41,7 +41,7 @@ _INSERT_EVENT = sa.insert(_event)
 _INSERT_DELIVERY = sa.insert(_delivery).returning(_delivery.c.id)
 
 
-def insert_request(conn: Connection, request: Request) -> bool:
+def insert_request(conn: Connection, request: RequestRow) -> bool:
     """Insert unless (project, call_id) exists; False means it did (idempotent create)."""
     result = conn.execute(_INSERT_NEW[conn.dialect.name], values(request))
     inserted = result.first() is not None
@@ -50,17 +50,17 @@ def insert_request(conn: Connection, request: Request) -> bool:
     return inserted
 
 
-def get_by_call_id(conn: Connection, project_id: int, call_id: str) -> Request | None:
+def get_by_call_id(conn: Connection, project_id: int, call_id: str) -> RequestRow | None:
     params = {"project_id": project_id, "call_id": call_id}
     return _to_request((conn.execute(_BY_CALL_ID, params)).first())
 
 
-def get_by_rid(conn: Connection, rid: str) -> Request | None:
+def get_by_rid(conn: Connection, rid: str) -> RequestRow | None:
     query = sa.select(_request).where(_request.c.rid == rid)
     return _to_request((conn.execute(query)).first())
 
 
-def decide(conn: Connection, rid: str, status: Status, fields: dict[str, Any]) -> Request | None:
+def decide(conn: Connection, rid: str, status: Status, fields: dict[str, Any]) -> RequestRow | None:
     """Compare-and-set: only a pending request changes; None means someone decided first."""
     query = (
         sa.update(_request)
@@ -74,7 +74,7 @@ def decide(conn: Connection, rid: str, status: Status, fields: dict[str, Any]) -
     return decided
 
 
-def lock(conn: Connection, rid: str) -> Request | None:
+def lock(conn: Connection, rid: str) -> RequestRow | None:
     """The request, locked until the transaction ends (PostgreSQL: replicas voting on it at
     once take turns; SQLite has one writer anyway)."""
     query = sa.select(_request).where(_request.c.rid == rid)
@@ -94,7 +94,7 @@ def set_policy(conn: Connection, rid: str, policy_json: str) -> None:
     conn.execute(sa.update(_request).where(_request.c.rid == rid).values(policy_json=policy_json))
 
 
-def get_with_project(conn: Connection, rid: str) -> tuple[Request | None, str | None]:
+def get_with_project(conn: Connection, rid: str) -> tuple[RequestRow | None, str | None]:
     """A request by rid, and its project's name."""
     row = get_by_rid(conn, rid)
     if row is None:
@@ -138,7 +138,7 @@ def list_requests(
     run_id: str | None,
     limit: int,
     offset: int,
-) -> tuple[list[Request], int]:
+) -> tuple[list[RequestRow], int]:
     """One page of a project's requests, newest first, and how many match in all."""
     where = [_request.c.project_id == project_id, _request.c.kind == kind]
     if status is not None:
@@ -156,7 +156,7 @@ def list_requests(
         .offset(offset)
     )
     rows = (conn.execute(query)).all()
-    return [Request(**row._mapping) for row in rows], int(total)
+    return [RequestRow(**row._mapping) for row in rows], int(total)
 
 
 def add_event(
@@ -174,14 +174,14 @@ def add_events(
     conn.execute(_INSERT_EVENT, rows)
 
 
-def list_events(conn: Connection, rid: str) -> list[RequestEvent]:
+def list_events(conn: Connection, rid: str) -> list[EventRow]:
     query = sa.select(_event).where(_event.c.rid == rid).order_by(_event.c.id)
-    return [RequestEvent(**row._mapping) for row in (conn.execute(query)).all()]
+    return [EventRow(**row._mapping) for row in (conn.execute(query)).all()]
 
 
 def trail(
     conn: Connection, project_id: int, call_id: str
-) -> tuple[list[RequestEvent], list[Delivery]] | None:
+) -> tuple[list[EventRow], list[DeliveryRow]] | None:
     """A request's audit events and deliveries (None: no such request in the project)."""
     row = get_by_call_id(conn, project_id, call_id)
     if row is None:
@@ -211,14 +211,14 @@ def add_delivery(
     return int(conn.execute(_INSERT_DELIVERY, values).scalar_one())
 
 
-def get_delivery(conn: Connection, delivery_id: int) -> Delivery | None:
+def get_delivery(conn: Connection, delivery_id: int) -> DeliveryRow | None:
     row = (conn.execute(sa.select(_delivery).where(_delivery.c.id == delivery_id))).first()
-    return None if row is None else Delivery(**row._mapping)
+    return None if row is None else DeliveryRow(**row._mapping)
 
 
-def list_deliveries(conn: Connection, rids: Sequence[str]) -> list[Delivery]:
+def list_deliveries(conn: Connection, rids: Sequence[str]) -> list[DeliveryRow]:
     query = sa.select(_delivery).where(_delivery.c.rid.in_(rids)).order_by(_delivery.c.id)
-    return [Delivery(**row._mapping) for row in (conn.execute(query)).all()]
+    return [DeliveryRow(**row._mapping) for row in (conn.execute(query)).all()]
 
 
 def update_delivery(

@@ -16,7 +16,7 @@ R = TypeVar("R")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Project:
+class ProjectRow:
     id: int | None = None
     name: str
     default_target: str | None = None
@@ -24,7 +24,7 @@ class Project:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ApiKey:
+class ApiKeyRow:
     id: int | None = None
     project_id: int
     name: str
@@ -36,7 +36,7 @@ class ApiKey:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Request:
+class RequestRow:
     rid: str
     project_id: int
     kind: str
@@ -66,7 +66,7 @@ class Request:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RequestEvent:
+class EventRow:
     id: int | None = None
     rid: str
     type: str
@@ -75,7 +75,7 @@ class RequestEvent:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Vote:
+class VoteRow:
     id: int | None = None
     rid: str
     person: str
@@ -88,7 +88,7 @@ class Vote:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Delivery:
+class DeliveryRow:
     id: int | None = None
     rid: str
     channel: str
@@ -101,7 +101,7 @@ class Delivery:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class OutboxJob:
+class JobRow:
     id: int | None = None
     kind: str
     rid: str | None = None
@@ -120,7 +120,7 @@ class OutboxJob:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class WebhookEndpoint:
+class EndpointRow:
     id: int | None = None
     project_id: int
     url: str

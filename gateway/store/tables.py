@@ -201,6 +201,20 @@ class ResumePoint(SQLModel, table=True):
     saved_at: datetime = Field(sa_column=_ts())
 
 
+class ChannelRecord(SQLModel, table=True):
+    """A small record a channel keeps between messages (`gateway.seam.records.Records`): a
+    workspace's installation of the gateway's app, a one-time OAuth state."""
+
+    __tablename__ = "channel_record"
+
+    channel: str = Field(primary_key=True, max_length=16)
+    kind: str = Field(primary_key=True, max_length=32)
+    key: str = Field(primary_key=True, max_length=255)
+    value: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    expires_at: datetime | None = Field(default=None, sa_column=_ts(nullable=True))
+    updated_at: datetime = Field(sa_column=_ts())
+
+
 class ConsoleLogin(SQLModel, table=True):
     """A one-time console sign-in link (`gateway console link`); only its hash is kept."""
 

@@ -6,17 +6,17 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from gateway.store import tables
-from gateway.store.rows import Vote, values
+from gateway.store.rows import VoteRow, values
 
 _vote = tables.Vote.__table__  # type: ignore[attr-defined]
 
 
-def add(conn: Connection, vote: Vote) -> None:
+def add(conn: Connection, vote: VoteRow) -> None:
     row = values(vote)
     row.pop("id")
     conn.execute(sa.insert(_vote), row)
 
 
-def list_for(conn: Connection, rid: str) -> list[Vote]:
+def list_for(conn: Connection, rid: str) -> list[VoteRow]:
     query = sa.select(_vote).where(_vote.c.rid == rid).order_by(_vote.c.id)
-    return [Vote(**row._mapping) for row in conn.execute(query).all()]
+    return [VoteRow(**row._mapping) for row in conn.execute(query).all()]

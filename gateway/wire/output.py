@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from gateway.lifecycle import Kind, Status
-from gateway.store.rows import Request
+from gateway.store.rows import RequestRow
 
 
 def iso(value: datetime | None) -> str | None:
@@ -18,7 +18,7 @@ def _approved(status: str) -> bool | None:
     return {Status.APPROVED: True, Status.REJECTED: False}.get(Status(status))
 
 
-def status_of(row: Request) -> dict[str, Any]:
+def status_of(row: RequestRow) -> dict[str, Any]:
     common: dict[str, Any] = {
         "requested_at": iso(row.requested_at),
         "responded_at": iso(row.responded_at),
@@ -38,7 +38,7 @@ def status_of(row: Request) -> dict[str, Any]:
 
 
 def to_wire(
-    row: Request, *, spec: dict[str, Any] | None = None, route: list[Any] | None = None
+    row: RequestRow, *, spec: dict[str, Any] | None = None, route: list[Any] | None = None
 ) -> dict[str, Any]:
     """The FunctionCall / HumanContact JSON; `spec` and `route` when the caller holds them
     already (a create), so their JSON is not parsed back."""
@@ -54,7 +54,7 @@ def to_wire(
     }
 
 
-def _policy_fields(row: Request) -> dict[str, Any]:
+def _policy_fields(row: RequestRow) -> dict[str, Any]:
     """Extensions present only for requests that have them: the approval policy's progress
     and the deadline."""
     fields: dict[str, Any] = {}

@@ -20,12 +20,13 @@ import httpx
 import pytest
 
 from channels.email.channel import EmailChannel
+from channels.registry import ChannelFactory
 from channels.web.auth import hash_password
 from gateway.store import outbox as outbox_store
-from gateway.store.rows import OutboxJob
+from gateway.store.rows import JobRow
 from gateway.vocabulary import JobKind, JobStatus
 from tests.channels.email.helpers import email_settings, reply, sent_for
-from tests.channels.slack.test_slack import click, modal_submit, send, slack_channel
+from tests.channels.slack.helpers import click, modal_submit, send, slack_channel
 from tests.factories import RequestFactory
 from tests.fakes.slack import Call, FakeSlack
 from tests.helpers import add_webhook, events, eventually, outbox_idle
@@ -129,7 +130,11 @@ async def stack(
     """The gateway with Slack (fake Web API) and email (SMTP sink, inbound POSTs) channels,
     the people and teams above in its routing config, on SQLite and on PostgreSQL."""
     config = write_config(tmp_path / "routing.toml", _config())
-    channels = {"slack": slack_channel(fake), "email": EmailChannel(email_settings(smtp_sink))}
+    email = email_settings(smtp_sink)
+    channels: dict[str, ChannelFactory] = {
+        "slack": slack_channel(fake),
+        "email": lambda context: EmailChannel(context, email),
+    }
     async with running_gateway(test_settings(db_url, config=config), channels=channels) as gw:
         yield gw
 
@@ -221,7 +226,7 @@ async def post_inbound(gw: RunningGateway, raw: bytes) -> dict[str, str]:
     return result
 
 
-async def jobs_of(gw: RunningGateway, rid: str) -> list[OutboxJob]:
+async def jobs_of(gw: RunningGateway, rid: str) -> list[JobRow]:
     every = await gw.core.db.read(outbox_store.list_jobs, project_id=None, status=None)
     return [job for job in every if job.rid == rid]
 

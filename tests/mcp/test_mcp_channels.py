@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from tests.channels.email.helpers import email_gateway, email_settings, reply, sent_for
-from tests.channels.slack.test_slack import button_rid, click, send, slack_channel
+from tests.channels.slack.helpers import button_rid, click, send, slack_channel
 from tests.fakes.slack import FakeSlack
 from tests.helpers import eventually, outbox_idle
 from tests.mcp.helpers import call, mcp_session

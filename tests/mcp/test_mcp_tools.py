@@ -276,7 +276,7 @@ async def _console(gateway: RunningGateway) -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient(
         base_url=gateway.base_url, headers={"Origin": gateway.base_url}, timeout=30
     ) as client:
-        link = await create_sign_in_link(gateway.core, base_url=gateway.base_url)
+        link = await create_sign_in_link(gateway.context(), base_url=gateway.base_url)
         signed_in = await client.post(urllib.parse.urlsplit(link).path)
         assert signed_in.status_code == 303 and client.cookies.get(COOKIE), signed_in.text
         yield client

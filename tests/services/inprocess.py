@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,10 +15,13 @@ import httpx
 import uvicorn
 from uvicorn.logging import AccessFormatter
 
+from channels.registry import REGISTRY, ChannelFactory
 from gateway.app import Server, build_core, create_app
 from gateway.cli import bootstrap
 from gateway.core import Core
+from gateway.doors import channel_context
 from gateway.runtime.logs import ACCESS_LOGGER, install_access_log_filter
+from gateway.seam import ChannelContext, ChannelName
 from gateway.settings import Settings
 from tests.services.net import free_port
 
@@ -58,6 +61,10 @@ class RunningGateway:
             base_url=self.api_base, headers=headers, timeout=30, verify=SHARED_SSL, **kwargs
         )
 
+    def context(self, name: str = ChannelName.WEB) -> ChannelContext:
+        """What a channel of this gateway is given (by default the console's)."""
+        return channel_context(self.core, ChannelName(name))
+
     async def new_key(self, project: str, **kwargs: Any) -> str:
         return (await bootstrap.create_key(self.core, project=project, **kwargs)).key
 
@@ -79,12 +86,12 @@ class AccessLines(logging.Handler):
 async def running_gateway(
     settings: Settings,
     *,
-    channels: dict[str, Any] | None = None,
+    channels: Mapping[str, ChannelFactory] | None = None,
     access_log: list[str] | None = None,
 ) -> AsyncIterator[RunningGateway]:
-    """The gateway on a free port; with `access_log`, its access lines are appended there."""
-    core = build_core(settings)
-    core.channels = {**core.channels, **(channels or {})}
+    """The gateway on a free port, with `channels` built by these factories instead of the
+    registry's; with `access_log`, its access lines are appended there."""
+    core = build_core(settings, {**REGISTRY, **(channels or {})})
     port = free_port()
     config = uvicorn.Config(
         create_app(core),

@@ -15,7 +15,7 @@ from gateway.answers.verbs import Decision
 from gateway.core import Core
 from gateway.errors import Conflict, InvalidInput
 from gateway.lifecycle import Event, Kind, Status
-from gateway.store.rows import Request
+from gateway.store.rows import RequestRow
 
 DECIDED_AT = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 LEGAL = {
@@ -24,9 +24,9 @@ LEGAL = {
 }
 
 
-def row(kind: Kind, status: Status) -> Request:
+def row(kind: Kind, status: Status) -> RequestRow:
     decided = status is not Status.PENDING
-    return Request(
+    return RequestRow(
         rid="r" * 22,
         project_id=1,
         kind=kind.value,

@@ -21,9 +21,8 @@ from gateway.lifecycle import Kind, Status
 from gateway.seam.sentences import origin_line
 from gateway.seam.targets import Target
 from gateway.seam.views import RequestView
-from gateway.store.rows import Request
 from gateway.wire.models import Origin
-from tests.unit.views import REQUESTED, request_view
+from tests.unit.views import request_view
 
 HOSTILE = "<!here> @everyone **bold** [Approve](https://evil.example) <script>alert(1)</script>"
 LINE = f"Requested through an MCP client: {HOSTILE} 1.0.3, tool request_approval"
@@ -162,24 +161,13 @@ def test_email_shows_the_origin_in_both_bodies(kind: Kind) -> None:
 # --- the web console
 
 
-def _row(request: RequestView) -> Request:
-    return Request(
-        rid=request.rid,
-        project_id=1,
-        kind=request.kind,
-        call_id=request.call_id,
-        run_id=request.run_id,
-        fn=request.spec.get("fn"),
-        spec_json=json.dumps(request.spec),
-        body_hash="h",
-        route_json=json.dumps([{"channel": "web", "address": {}, "via": "test"}]),
-        status=request.status,
-        requested_at=REQUESTED,
-    )
+def _console_view(request: RequestView) -> RequestView:
+    """The request as the console door reads it back: routed to the console."""
+    return replace(request, route=[{"channel": "web", "address": {}, "via": "test"}])
 
 
 def _page(request: RequestView) -> tuple[dict[str, Any], str]:
-    r = web_render.detail(_row(request), "default", [], [])
+    r = web_render.detail(_console_view(request), [], [])
     # The context the console's request_page passes (no viewer: no header forms).
     response = web_render.page(
         "request.html", r=r, viewer=None, csrf="c", action="/x", link_token=None, notice=None

@@ -31,7 +31,7 @@ from gateway.runtime.supervisor import shutdown_step
 from gateway.store import Database, migrate
 from gateway.store import outbox as outbox_store
 from gateway.store import projects as project_store
-from gateway.store.rows import OutboxJob
+from gateway.store.rows import JobRow
 from gateway.vocabulary import JobKind, JobStatus
 from gateway.wire.models import FunctionCallIn
 from tests.factories import request_body
@@ -109,12 +109,12 @@ class Stuck(Dispatcher):
         super().__init__(core, http)
         self.started = asyncio.Event()
 
-    async def _webhook(self, job: OutboxJob) -> Record:
+    async def _webhook(self, job: JobRow) -> Record:
         self.started.set()
         await asyncio.Event().wait()
         raise AssertionError("a stuck webhook never ends by itself")
 
-    async def _timer(self, job: OutboxJob) -> Record:
+    async def _timer(self, job: JobRow) -> Record:
         return lambda _conn: None
 
 
@@ -223,7 +223,7 @@ async def test_a_stopping_server_answers_long_polls_and_ends_streams(tmp_path: P
                 for n in range(LONG_POLLS)
             ]
             opened = asyncio.Event()
-            link = await create_sign_in_link(gateway.core, base_url=gateway.base_url)
+            link = await create_sign_in_link(gateway.context(), base_url=gateway.base_url)
             stream = asyncio.create_task(follow_console_events(gateway.base_url, link, opened))
             await opened.wait()
             await waiting(core, LONG_POLLS + 1)  # and the stream's

@@ -6,114 +6,41 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from channels.discord import interactions
-from channels.discord.channel import DiscordChannel
-from channels.discord.settings import DiscordSettings
 from gateway.errors import DeliveryError
-from gateway.runtime.retry import RetryPolicy
 from gateway.runtime.supervisor import Supervisor
-from gateway.seam.connections import Link, State
+from gateway.seam.connections import Link
 from gateway.seam.targets import Target
 from gateway.settings import Settings
+from tests.channels.discord.helpers import (
+    ALICE,
+    BOB,
+    CHANNEL,
+    CHANNEL_MESSAGE,
+    DEFERRED_UPDATE,
+    EPHEMERAL,
+    FAST,
+    MALLORY,
+    MODAL,
+    TEAM_CHANNEL,
+    TO_CHANNEL,
+    UPDATE_MESSAGE,
+    custom_ids,
+    discord_channel,
+    gateway_with_bot,
+    get,
+    outcome_field,
+    posted_message,
+)
 from tests.factories import RequestFactory
 from tests.fakes.discord import FakeDiscord
-from tests.helpers import events, eventually, outbox_idle
-from tests.services.inprocess import RunningGateway, running_gateway, test_settings
+from tests.helpers import detached, events, eventually, outbox_idle
+from tests.services.inprocess import RunningGateway
 from tests.unit.views import request_view
-
-CHANNEL = "500000000000000001"
-TEAM_CHANNEL = "500000000000000002"
-ALICE, BOB, MALLORY = "600000000000000001", "600000000000000002", "600000000000000003"
-UPDATE_MESSAGE, MODAL, CHANNEL_MESSAGE, DEFERRED_UPDATE = 7, 9, 4, 6
-EPHEMERAL = 64
-TO_CHANNEL = {"discord": {"channel_id": CHANNEL}}
-FAST = RetryPolicy(base=0.01, cap=0.02, jitter=0)
-
-ROUTING = f"""
-[people.alice]
-discord = "{ALICE}"
-
-[people.bob]
-discord = "{BOB}"
-
-[teams.ops]
-members = ["alice", "bob"]
-discord_channel = "{TEAM_CHANNEL}"
-"""
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeDiscord]:
-    async with FakeDiscord() as discord_fake:
-        yield discord_fake
-
-
-def discord_channel(fake: FakeDiscord, token: str = FakeDiscord.TOKEN) -> DiscordChannel:
-    settings = DiscordSettings(  # type: ignore[call-arg]
-        _env_file=None, bot_token=token, api_url=fake.api_url, gateway_url=fake.gateway_url
-    )
-    return DiscordChannel(settings)
-
-
-@pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    config = tmp_path / "routing.toml"
-    config.write_text(ROUTING)
-    return test_settings(f"sqlite+aiosqlite:///{tmp_path}/discord.db", config=config)
-
-
-@asynccontextmanager
-async def gateway_with_bot(settings: Settings, fake: FakeDiscord) -> AsyncIterator[RunningGateway]:
-    """A gateway whose bot is connected: clicks pushed now reach it."""
-    channel = discord_channel(fake)
-    async with running_gateway(settings, channels={"discord": channel}) as running:
-        await fake.wait_ready()
-        assert channel.connection is not None
-        await asyncio.wait_for(channel.connection.wait_for(State.CONNECTED), timeout=10)
-        yield running
-
-
-@pytest.fixture
-async def gateway(settings: Settings, fake: FakeDiscord) -> AsyncIterator[RunningGateway]:
-    async with gateway_with_bot(settings, fake) as running:
-        yield running
-
-
-def posted_message(fake: FakeDiscord, call_id: str) -> dict[str, Any]:
-    """The one message the bot posted for `call_id` (its footer names the call)."""
-    posted = [m for m in fake.messages.values() if f"call {call_id}" in footer_text(m)]
-    assert len(posted) == 1, f"expected one message for {call_id}, got {len(posted)}"
-    return posted[0]
-
-
-def footer_text(message: dict[str, Any]) -> str:
-    """The embed footer, which names the call (`call <call_id>`)."""
-    return str(((message.get("embeds") or [{}])[0].get("footer") or {}).get("text", ""))
-
-
-def custom_ids(message: dict[str, Any]) -> list[str]:
-    return [b["custom_id"] for row in message.get("components") or [] for b in row["components"]]
-
-
-async def get(gateway: RunningGateway, call_id: str, contact: bool = False) -> dict[str, Any]:
-    path = "/contact_requests" if contact else "/function_calls"
-    async with gateway.client() as client:
-        response = await client.get(f"{path}/{call_id}")
-    assert response.status_code == 200
-    body: dict[str, Any] = response.json()
-    return body
-
-
-def outcome_field(message: dict[str, Any]) -> str:
-    fields = message["embeds"][0].get("fields") or []
-    return next(f["value"] for f in fields if f["name"] == "Outcome")
 
 
 async def test_posts_an_embed_with_buttons_and_no_pings(
@@ -511,7 +438,7 @@ async def test_a_slow_store_defers_then_edits_the_original(
 
 
 async def test_check_logs_in_and_the_invite_url_names_the_application(fake: FakeDiscord) -> None:
-    channel = discord_channel(fake)
+    channel = discord_channel(fake)(detached("discord"))
     try:
         assert FakeDiscord.BOT_USER_ID in await channel.check()
         url = await channel.invite_url()
@@ -522,7 +449,7 @@ async def test_check_logs_in_and_the_invite_url_names_the_application(fake: Fake
 
 
 async def test_check_with_a_bad_token_fails_and_says_so(fake: FakeDiscord) -> None:
-    channel = discord_channel(fake, token="wrong-token")
+    channel = discord_channel(fake, token="wrong-token")(detached("discord"))
     with pytest.raises(DeliveryError, match="refused the bot token"):
         await channel.check()
     await channel.aclose()
@@ -530,7 +457,7 @@ async def test_check_with_a_bad_token_fails_and_says_so(fake: FakeDiscord) -> No
 
 async def test_a_send_repeated_after_a_crash_posts_once(fake: FakeDiscord) -> None:
     # The outbox may run a send again when the process died before recording it.
-    channel = discord_channel(fake)
+    channel = discord_channel(fake)(detached("discord"))
     view = request_view(rid="rid-nonce")
     target = Target(channel="discord", address={"channel_id": CHANNEL}, via="test")
     try:
@@ -546,7 +473,7 @@ async def test_a_replica_standing_by_sends_and_edits_without_the_websocket(
     fake: FakeDiscord,
 ) -> None:
     # Another replica owns the websocket; this one's outbox worker still delivers at once.
-    channel = discord_channel(fake)
+    channel = discord_channel(fake)(detached("discord"))
     channel.connection = Supervisor("discord", _never_run, connect_timeout=5, policy=FAST)
     channel.connection.hold("here:1")
     await channel.connection.stand_by("there:2")

@@ -19,6 +19,7 @@ from gateway.seam.channel import Remindable
 from gateway.seam.targets import Target
 from gateway.seam.views import Progress, RequestView, Sent
 from tests.fakes.discord import Call, FakeDiscord
+from tests.helpers import detached
 from tests.unit.views import request_view
 
 CHANNEL = "500000000000000001"
@@ -52,7 +53,7 @@ async def channel(fake: FakeDiscord) -> AsyncIterator[DiscordChannel]:
     settings = DiscordSettings(  # type: ignore[call-arg]
         _env_file=None, bot_token=fake.TOKEN, api_url=fake.api_url, gateway_url=fake.gateway_url
     )
-    discord_channel = DiscordChannel(settings)
+    discord_channel = DiscordChannel(detached("discord"), settings)
     yield discord_channel
     await discord_channel.aclose()
 

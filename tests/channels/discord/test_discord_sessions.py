@@ -7,12 +7,16 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from channels.discord.sessions import NAME, SessionLog
-from gateway.doors import resume_points
-from gateway.doors.resume_points import ResumePoint
-from tests.services.inprocess import running_gateway, test_settings
+from channels.discord.sessions import SessionLog
+from gateway.seam import Records, ResumePoint
+from tests.services.inprocess import RunningGateway, running_gateway, test_settings
 
 RESUME_URL = "wss://resume.example"
+
+
+def records(gateway: RunningGateway) -> Records:
+    """What the Discord channel keeps, as its context gives it."""
+    return gateway.context("discord").records
 
 
 def websocket(sequence: int) -> Any:
@@ -23,7 +27,7 @@ def websocket(sequence: int) -> Any:
 async def test_the_saved_point_waits_for_the_slowest_click(tmp_path: Path) -> None:
     settings = test_settings(f"sqlite+aiosqlite:///{tmp_path}/sessions.db")
     async with running_gateway(settings) as gateway:
-        sessions = SessionLog(gateway.core)
+        sessions = SessionLog(records(gateway))
         assert await sessions.last() is None
         await sessions.settled(websocket(3))  # READY or RESUMED, nothing being handled
         assert await sessions.last() == ResumePoint("session-1", RESUME_URL, 3)
@@ -42,27 +46,28 @@ async def test_the_saved_point_waits_for_the_slowest_click(tmp_path: Path) -> No
 async def test_a_session_is_saved_where_the_next_owner_reads_it(tmp_path: Path) -> None:
     settings = test_settings(f"sqlite+aiosqlite:///{tmp_path}/sessions.db")
     async with running_gateway(settings) as gateway:
-        await SessionLog(gateway.core).settled(websocket(7))
+        await SessionLog(records(gateway)).settled(websocket(7))
     async with running_gateway(settings) as gateway:  # another process, the same database
-        assert await SessionLog(gateway.core).last() == ResumePoint("session-1", RESUME_URL, 7)
+        assert await SessionLog(records(gateway)).last() == ResumePoint("session-1", RESUME_URL, 7)
 
 
 async def test_within_a_session_the_saved_point_never_goes_back(tmp_path: Path) -> None:
     settings = test_settings(f"sqlite+aiosqlite:///{tmp_path}/sessions.db")
     async with running_gateway(settings) as gateway:
         later, earlier = ResumePoint("s1", RESUME_URL, 9), ResumePoint("s1", RESUME_URL, 4)
-        await resume_points.save(gateway.core, NAME, later)
-        await resume_points.save(gateway.core, NAME, earlier)  # committed out of order
-        assert await resume_points.load(gateway.core, NAME) == later
+        kept = records(gateway)
+        await kept.save_resume_point(later)
+        await kept.save_resume_point(earlier)  # committed out of order
+        assert await kept.resume_point() == later
         fresh = ResumePoint("s2", RESUME_URL, 1)  # a new session starts from its own READY
-        await resume_points.save(gateway.core, NAME, fresh)
-        assert await resume_points.load(gateway.core, NAME) == fresh
+        await kept.save_resume_point(fresh)
+        assert await kept.resume_point() == fresh
 
 
 async def test_a_closing_bot_saves_nothing_more(tmp_path: Path) -> None:
     settings = test_settings(f"sqlite+aiosqlite:///{tmp_path}/sessions.db")
     async with running_gateway(settings) as gateway:
-        sessions = SessionLog(gateway.core)
+        sessions = SessionLog(records(gateway))
         await sessions.settled(websocket(3))
         sessions.began()
         sessions.stop()  # its bot closes; the next owner will replay from 3

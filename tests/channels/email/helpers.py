@@ -82,9 +82,11 @@ def email_env(
 async def email_gateway(
     tmp_path: Path, settings: EmailSettings, **gateway_settings: Any
 ) -> AsyncIterator[RunningGateway]:
-    channel = EmailChannel(settings)
     core_settings = test_settings(f"sqlite+aiosqlite:///{tmp_path}/email.db", **gateway_settings)
-    async with running_gateway(core_settings, channels={"email": channel}) as gateway:
+    channels = {"email": lambda context: EmailChannel(context, settings)}
+    async with running_gateway(core_settings, channels=channels) as gateway:
+        channel = gateway.core.channels["email"]
+        assert isinstance(channel, EmailChannel)
         if channel.watcher is not None:
             await eventually(_connected(channel), within=15)
         yield gateway

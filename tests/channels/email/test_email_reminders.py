@@ -12,7 +12,6 @@ import httpx
 
 from channels.email import tokens
 from channels.email.channel import KEY_PURPOSE, EmailChannel
-from gateway.doors import reader
 from gateway.seam.sentences import reminder_text
 from gateway.seam.targets import Target
 from gateway.seam.views import Progress, RequestView
@@ -40,7 +39,7 @@ async def remind(
 ) -> tuple[RequestView, str]:
     """Remind through the channel, as the core's reminder job does; returns the view it got
     (with a policy's progress and a deadline) and the Message-ID the request went out with."""
-    view = await reader.view(gw.core, rid)
+    view = await gw.context("email").answers.view(rid)
     assert view is not None
     view = replace(view, progress=Progress(approvals=1, needed=2), expires_at=EXPIRES)
     (delivery,) = await gw.core.db.read(request_store.list_deliveries, [rid])

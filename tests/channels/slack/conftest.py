@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.channels.slack.test_slack import slack_channel
+from tests.channels.slack.helpers import slack_channel
 from tests.fakes.slack import FakeSlack
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings
 

@@ -6,124 +6,28 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-import urllib.parse
 from pathlib import Path
-from typing import Any
 
-import httpx
 import pytest
-from slack_sdk.signature import SignatureVerifier
 
-from channels.slack.channel import SlackChannel
-from channels.slack.pacing import Pacer
-from channels.slack.settings import SlackSettings
-from gateway.seam.callbacks import Verb, decode, encode
+from tests.channels.slack.helpers import (
+    C1_ALICE_ONLY,
+    TO_C1,
+    assert_posted,
+    click,
+    decided,
+    modal_submit,
+    parent_ts,
+    post_event,
+    reply,
+    send,
+    slack_channel,
+    status,
+)
 from tests.factories import RequestFactory
 from tests.fakes.slack import FakeSlack
 from tests.helpers import eventually, outbox_idle
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings
-
-SIGNING_SECRET = "test-signing-secret"
-TO_C1 = {"slack": {"channel_or_user_id": "C1"}}
-C1_ALICE_ONLY = {"slack": {"channel_or_user_id": "C1", "allowed_responder_ids": ["U0ALICE"]}}
-
-
-def slack_channel(fake: FakeSlack, token: str = "xoxb-test") -> SlackChannel:
-    settings = SlackSettings(  # type: ignore[call-arg]
-        _env_file=None, bot_token=token, signing_secret=SIGNING_SECRET, api_url=fake.base_url
-    )
-    return SlackChannel(settings, pacer=Pacer(0))
-
-
-def assert_posted(fake: FakeSlack) -> None:
-    """The outbox's delivery reached Slack: a chat.postMessage that did not fail."""
-    assert fake.calls_to("chat.postMessage", include_failed=False), "nothing was posted"
-
-
-def signed_headers(
-    body: str, *, timestamp: int | None = None, secret: str = SIGNING_SECRET
-) -> dict[str, str]:
-    ts = str(timestamp if timestamp is not None else int(time.time()))
-    signature = SignatureVerifier(secret).generate_signature(timestamp=ts, body=body)
-    return {
-        "X-Slack-Request-Timestamp": ts,
-        "X-Slack-Signature": signature,
-        "Content-Type": "application/x-www-form-urlencoded",
-    }
-
-
-async def send(gateway: RunningGateway, payload: dict[str, Any], **sign: Any) -> httpx.Response:
-    body = "payload=" + urllib.parse.quote(json.dumps(payload))
-    async with httpx.AsyncClient(base_url=gateway.base_url) as client:
-        return await client.post(
-            "/slack/interactions", content=body, headers=signed_headers(body, **sign)
-        )
-
-
-def button_rid(button: dict[str, Any]) -> str:
-    """The request a posted button answers (its shared callback id)."""
-    click = decode(str(button["value"]))
-    assert click is not None, button
-    return click.rid
-
-
-def click(
-    fake: FakeSlack, rid: str, action: str, user: str = "U0ALICE", respond_id: str = "r1"
-) -> dict[str, Any]:
-    """A click on a button; `action` is "gw_approve", "gw_reject" or "gw_option_<n>", sent
-    as the button carries it: the shared callback id, as action_id and value."""
-    verb, _, index = action.removeprefix("gw_").partition("_")
-    callback = encode(Verb(verb), rid, int(index) if index else None)
-    return {
-        "type": "block_actions",
-        "user": {"id": user, "username": user.lower(), "team_id": "T1"},
-        "team": {"id": "T1", "domain": "test"},
-        "api_app_id": "A1",
-        "container": {"type": "message", "message_ts": "1.1", "channel_id": "C1"},
-        "channel": {"id": "C1", "name": "approvals"},
-        "trigger_id": f"trigger-{user}",
-        "response_url": fake.response_url(respond_id),
-        "actions": [
-            {
-                "action_id": callback,
-                "block_id": "gw_decision",
-                "value": callback,
-                "type": "button",
-                "action_ts": str(time.time()),
-            }
-        ],
-    }
-
-
-def modal_submit(rid: str, reason: str, option: str | None = None) -> dict[str, Any]:
-    return {
-        "type": "view_submission",
-        "user": {"id": "U0ALICE", "username": "alice", "team_id": "T1"},
-        "team": {"id": "T1", "domain": "test"},
-        "api_app_id": "A1",
-        "view": {
-            "id": "V1",
-            "type": "modal",
-            "callback_id": "gw_reject_modal",
-            "private_metadata": json.dumps({"rid": rid, "option": option}),
-            "state": {
-                "values": {"gw_reason": {"reason": {"type": "plain_text_input", "value": reason}}}
-            },
-        },
-    }
-
-
-async def status(gateway: RunningGateway, call_id: str, kind: str = "function_calls") -> Any:
-    async with gateway.client() as client:
-        return (await client.get(f"/{kind}/{call_id}")).json()
-
-
-async def decided(gateway: RunningGateway, call_id: str, kind: str = "function_calls") -> Any:
-    """Bolt acks before its listener decides: wait with the gateway's own long-poll."""
-    async with gateway.client() as client:
-        answer = (await client.get(f"/{kind}/{call_id}", params={"wait": 10})).json()
-    assert answer["gateway_status"] != "pending", answer
-    return answer
 
 
 async def test_approve_click_decides_and_updates_the_message(
@@ -307,48 +211,6 @@ async def test_rate_limited_post_is_retried_after_retry_after(
             attempts = fake.calls_to("chat.postMessage")
             assert [a.failed for a in attempts] == [True, False]
             assert time.monotonic() - started >= 1  # waited out Retry-After
-
-
-def event_callback(event: dict[str, Any]) -> dict[str, Any]:
-    """The Events API envelope around one event."""
-    return {
-        "type": "event_callback",
-        "team_id": "T1",
-        "api_app_id": "A1",
-        "event_id": f"Ev{event['ts']}",
-        "event_time": int(time.time()),
-        "event": event,
-    }
-
-
-async def post_event(
-    gateway: RunningGateway, event: dict[str, Any], *, retry: int | None = None
-) -> httpx.Response:
-    body = json.dumps(event_callback(event))
-    headers = signed_headers(body) | {"Content-Type": "application/json"}
-    if retry is not None:
-        headers |= {"X-Slack-Retry-Num": str(retry), "X-Slack-Retry-Reason": "http_timeout"}
-    async with httpx.AsyncClient(base_url=gateway.base_url) as client:
-        return await client.post("/slack/events", content=body, headers=headers)
-
-
-async def parent_ts(gateway: RunningGateway, call_id: str, kind: str = "function_calls") -> str:
-    return str((await status(gateway, call_id, kind))["status"]["slack_message_ts"])
-
-
-def reply(
-    thread_ts: str, text: str, user: str = "U0ALICE", ts: str = "1700000001.000001"
-) -> dict[str, Any]:
-    return {
-        "type": "message",
-        "channel": "C1",
-        "user": user,
-        "text": text,
-        "ts": ts,
-        "thread_ts": thread_ts,
-        "channel_type": "channel",
-        "team": "T1",
-    }
 
 
 async def test_thread_reply_answers_a_question(

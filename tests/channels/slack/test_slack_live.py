@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.channels.slack.test_slack import SIGNING_SECRET, button_rid, click, signed_headers
+from tests.channels.slack.helpers import SIGNING_SECRET, button_rid, click, signed_headers
 from tests.fakes.slack import FakeSlack
 from tests.services.gateway_process import GatewayProcess
 

@@ -13,7 +13,7 @@ import pytest
 from channels.slack.channel import SlackChannel
 from channels.slack.pacing import Pacer
 from channels.slack.settings import SlackSettings
-from tests.channels.slack.test_slack import SIGNING_SECRET, button_rid, click, send
+from tests.channels.slack.helpers import SIGNING_SECRET, button_rid, click, send
 from tests.fakes.slack import FakeSlack
 from tests.helpers import eventually, outbox_idle
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings
@@ -32,10 +32,9 @@ async def installable(tmp_path: Path) -> AsyncIterator[tuple[RunningGateway, Fak
             signing_secret=SIGNING_SECRET,
             api_url=fake.base_url,
         )
-        channel = SlackChannel(settings, pacer=Pacer(0))
         gateway_settings = test_settings(f"sqlite+aiosqlite:///{tmp_path}/oauth.db")
-        async with running_gateway(gateway_settings, channels={"slack": channel}) as gateway:
-            channel.fake = fake  # type: ignore[attr-defined]
+        channels = {"slack": lambda context: SlackChannel(context, settings, pacer=Pacer(0))}
+        async with running_gateway(gateway_settings, channels=channels) as gateway:
             yield gateway, fake
 
 

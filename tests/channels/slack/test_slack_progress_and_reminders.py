@@ -16,8 +16,9 @@ from gateway.runtime.supervisor import Supervisor
 from gateway.seam.connections import Link
 from gateway.seam.targets import Target
 from gateway.seam.views import Progress, RequestView
-from tests.channels.slack.test_slack import slack_channel
+from tests.channels.slack.helpers import slack_channel
 from tests.fakes.slack import FakeSlack
+from tests.helpers import detached
 from tests.unit.views import REQUESTED, request_view
 
 TARGET = Target(
@@ -30,7 +31,7 @@ EXPIRES = datetime(2026, 11, 22, 5, 0, tzinfo=UTC)
 
 @pytest.fixture
 async def slack(fake: FakeSlack) -> AsyncIterator[SlackChannel]:
-    channel = slack_channel(fake)
+    channel = slack_channel(fake)(detached("slack"))
     yield channel
     await channel.aclose()
 
@@ -174,7 +175,7 @@ async def test_a_reminder_in_a_direct_message_goes_to_the_dm_slack_answered_with
 async def test_reminder_failures_map_onto_delivery_errors(
     fake: FakeSlack, token: str, error: str, retryable: bool
 ) -> None:
-    slack = slack_channel(fake, token=token)
+    slack = slack_channel(fake, token=token)(detached("slack"))
     ref = {"channel": "C1", "ts": "1700000000.000100"}
     try:
         with pytest.raises(DeliveryError, match=error) as raised:

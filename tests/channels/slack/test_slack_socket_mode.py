@@ -8,16 +8,16 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from pydantic import SecretStr
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from channels.slack.channel import SlackChannel
 from channels.slack.listeners import SlackListeners
 from channels.slack.socket_mode import connect, disconnect
 from gateway.seam.connections import State
-from tests.channels.slack.test_slack import (
+from tests.channels.slack.helpers import (
     C1_ALICE_ONLY,
     SIGNING_SECRET,
     TO_C1,
@@ -54,12 +54,12 @@ async def gateway(tmp_path: Path, fake: FakeSlack) -> AsyncIterator[RunningGatew
 async def handler(
     gateway: RunningGateway, fake: FakeSlack
 ) -> AsyncIterator[AsyncSocketModeHandler]:
-    """The Bolt app SlackChannel.mount builds, connected over Socket Mode instead of HTTP."""
+    """The Bolt app the Slack channel builds, connected over Socket Mode instead of HTTP."""
     app = AsyncApp(
         signing_secret=SIGNING_SECRET,
         client=AsyncWebClient(token="xoxb-test", base_url=fake.base_url),
     )
-    SlackListeners(gateway.core).register(app)
+    SlackListeners(gateway.context("slack").answers).register(app)
     connected = await connect(app, APP_TOKEN, fake.base_url)
     try:
         yield connected
@@ -177,11 +177,11 @@ async def test_the_gateway_opens_socket_mode_from_its_settings(
 ) -> None:
     """SLACK_APP_TOKEN set: the channel connects at start and closes at shutdown."""
     async with FakeSlack() as fake:
-        channel = slack_channel(fake)
-        channel.settings.app_token = SecretStr("xapp-1-gateway")
+        channels = {"slack": slack_channel(fake, app_token="xapp-1-gateway")}
         settings = test_settings(f"sqlite+aiosqlite:///{tmp_path}/sm.db")
-        async with running_gateway(settings, channels={"slack": channel}) as gateway:
-            assert channel.connection is not None
+        async with running_gateway(settings, channels=channels) as gateway:
+            channel = gateway.core.channels["slack"]
+            assert isinstance(channel, SlackChannel) and channel.connection is not None
             await channel.connection.wait_for(State.CONNECTED)
             assert fake.socket_connected
             [opened] = fake.calls_to("apps.connections.open")

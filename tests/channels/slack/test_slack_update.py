@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from tests.channels.slack.test_slack import TO_C1
+from tests.channels.slack.helpers import TO_C1
 from tests.factories import RequestFactory
 from tests.fakes.slack import FakeSlack
 from tests.helpers import eventually, jobs, outbox_idle

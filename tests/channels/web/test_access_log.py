@@ -52,7 +52,7 @@ def csrf_of(html: str) -> str:
 
 
 async def sign_in_link_by_http(gateway: RunningGateway) -> str:
-    link = await create_sign_in_link(gateway.core, base_url=gateway.base_url)
+    link = await create_sign_in_link(gateway.context(), base_url=gateway.base_url)
     headers = {"Origin": gateway.base_url}
     async with httpx.AsyncClient(headers=headers, follow_redirects=True) as browser:
         assert (await browser.get(link)).status_code == 200
@@ -62,7 +62,7 @@ async def sign_in_link_by_http(gateway: RunningGateway) -> str:
 
 
 async def sign_in_link_in_chromium(gateway: RunningGateway, page: Page) -> str:
-    link = await create_sign_in_link(gateway.core, base_url=gateway.base_url)
+    link = await create_sign_in_link(gateway.context(), base_url=gateway.base_url)
     await page.goto(link)
     await page.get_by_role("button", name="Sign in").click()
     await expect(page.get_by_role("heading", name="Waiting for a person")).to_be_visible()

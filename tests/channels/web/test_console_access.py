@@ -27,6 +27,7 @@ from channels.discord.channel import DiscordChannel
 from channels.discord.settings import DiscordSettings
 from channels.email.channel import EmailChannel
 from channels.email.settings import EmailSettings
+from channels.registry import ChannelFactory
 from channels.slack.channel import SlackChannel
 from channels.slack.settings import SlackSettings
 from channels.web.auth import (
@@ -41,7 +42,7 @@ from gateway.security import signed
 from gateway.store import console as console_store
 from gateway.store import outbox as outbox_store
 from gateway.store import projects as project_store
-from gateway.store.rows import OutboxJob
+from gateway.store.rows import JobRow
 from tests.factories import RequestFactory
 from tests.helpers import eventually
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings, write_config
@@ -119,7 +120,7 @@ async def sign_in_with_password(
 
 async def sign_in_by_link(client: httpx.AsyncClient, gateway: RunningGateway) -> None:
     """The operator (every project), through a fresh one-time link."""
-    link = await create_sign_in_link(gateway.core, base_url=gateway.base_url)
+    link = await create_sign_in_link(gateway.context(), base_url=gateway.base_url)
     response = await client.post(urllib.parse.urlsplit(link).path)
     assert response.status_code == 303, response.text
     assert client.cookies.get(COOKIE)
@@ -150,7 +151,7 @@ async def assert_pending(gateway: RunningGateway, call_id: str, key: str | None 
     assert got["status"]["user_info"] is None, got
 
 
-async def webhook_jobs(gateway: RunningGateway) -> list[OutboxJob]:
+async def webhook_jobs(gateway: RunningGateway) -> list[JobRow]:
     jobs = await gateway.core.db.read(outbox_store.list_jobs, project_id=None, status=None)
     return [job for job in jobs if job.kind == "webhook"]
 
@@ -166,7 +167,7 @@ async def decided_with_a_webhook(
     receiver: WebhookReceiver,
     request_factory: RequestFactory,
     call_id: str,
-) -> tuple[OutboxJob, Received]:
+) -> tuple[JobRow, Received]:
     """A call approved through the API in project "default", whose one webhook arrived."""
     default = await _project_id(gateway, "default")
     await add_endpoint(gateway.core, project_id=default, url=receiver.url, events=None)
@@ -373,7 +374,7 @@ async def test_a_person_sees_and_decides_only_their_projects(
 
 
 async def test_a_sign_in_link_works_once_and_only_by_post(gateway: RunningGateway) -> None:
-    link = await create_sign_in_link(gateway.core, base_url=gateway.base_url)
+    link = await create_sign_in_link(gateway.context(), base_url=gateway.base_url)
     path = urllib.parse.urlsplit(link).path
     assert link.startswith(f"{gateway.base_url}/console/link/")
 
@@ -405,7 +406,7 @@ async def test_a_persons_sign_in_link_keeps_their_projects(
     alpha_key = await gateway.new_key("alpha")
     await request_factory(gateway, "alpha-link", key=alpha_key)
     await request_factory(gateway, "default-link")
-    link = await create_sign_in_link(gateway.core, ALICE, base_url=gateway.base_url)
+    link = await create_sign_in_link(gateway.context(), ALICE, base_url=gateway.base_url)
     async with browser(gateway) as alice:
         assert (await alice.post(urllib.parse.urlsplit(link).path)).status_code == 303
         queue = await alice.get("/console")
@@ -616,7 +617,7 @@ async def test_bad_request_links_are_refused(
             assert why in shown.text, name
             assert "link-bad" not in shown.text, name
             # Refused for the token itself: even the CSRF value right for it does not help.
-            for csrf in (good_csrf, csrf_token(gateway.core, f"link:{token}")):
+            for csrf in (good_csrf, csrf_token(gateway.context(), f"link:{token}")):
                 posted = await client.post(
                     f"/r/{rid}", data={"t": token, "csrf": csrf, "action": "approve"}
                 )
@@ -708,16 +709,15 @@ async def test_webhook_log_and_redeliver(
 
 
 async def test_channels_page_shows_what_is_configured(tmp_path: Path) -> None:
-    channels = {
-        "slack": SlackChannel(
-            SlackSettings(_env_file=None, bot_token=None, client_id=None, client_secret=None)
-        ),
-        "discord": DiscordChannel(DiscordSettings(_env_file=None, bot_token=None)),
-        "email": EmailChannel(
-            EmailSettings(
-                _env_file=None, smtp_host="smtp.example.test", email_from="gw@example.test"
-            )
-        ),
+    slack = SlackSettings(_env_file=None, bot_token=None, client_id=None, client_secret=None)
+    discord = DiscordSettings(_env_file=None, bot_token=None)
+    email = EmailSettings(
+        _env_file=None, smtp_host="smtp.example.test", email_from="gw@example.test"
+    )
+    channels: dict[str, ChannelFactory] = {
+        "slack": lambda context: SlackChannel(context, slack),
+        "discord": lambda context: DiscordChannel(context, discord),
+        "email": lambda context: EmailChannel(context, email),
     }
     settings = test_settings(f"sqlite+aiosqlite:///{tmp_path}/channels.db")
     async with (

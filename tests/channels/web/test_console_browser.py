@@ -59,7 +59,7 @@ def events_response(response: Response) -> bool:
 
 async def sign_in(page: Page, gateway: RunningGateway) -> None:
     """Spend a fresh operator sign-in link in `page`; ends on the queue."""
-    link = await create_sign_in_link(gateway.core, base_url=gateway.base_url)
+    link = await create_sign_in_link(gateway.context(), base_url=gateway.base_url)
     await page.goto(link)
     await page.get_by_role("button", name="Sign in").click()
     await expect(page.get_by_role("heading", name="Waiting for a person")).to_be_visible()
@@ -113,7 +113,7 @@ def emailed_link(gateway: RunningGateway, rid: str, email: str) -> str:
 
 
 async def test_a_sign_in_link_works_once(gateway: RunningGateway, page: Page) -> None:
-    link = await create_sign_in_link(gateway.core, base_url=gateway.base_url)
+    link = await create_sign_in_link(gateway.context(), base_url=gateway.base_url)
 
     await page.goto(link)
     await page.get_by_role("button", name="Sign in").click()

@@ -22,27 +22,27 @@ from tests.services.net import free_port
 @pytest.fixture
 async def gateway(tmp_path: Path) -> AsyncIterator[RunningGateway]:
     closed = f"http://127.0.0.1:{free_port()}"  # nothing listens: connections are refused
-    discord = DiscordChannel(
-        DiscordSettings(  # type: ignore[call-arg]
-            _env_file=None,
-            bot_token=SecretStr("a-bot-token"),
-            api_url=f"{closed}/api/v10",
-            gateway_url=closed.replace("http", "ws"),
-        )
+    discord = DiscordSettings(  # type: ignore[call-arg]
+        _env_file=None,
+        bot_token=SecretStr("a-bot-token"),
+        api_url=f"{closed}/api/v10",
+        gateway_url=closed.replace("http", "ws"),
     )
     settings = test_settings(
         f"sqlite+aiosqlite:///{tmp_path}/gw.db",
         channel_connect_timeout_seconds=1,
         channel_retry_cap_seconds=1,
     )
-    async with running_gateway(settings, channels={"discord": discord}) as running:
-        assert discord.connection is not None
-        await discord.connection.wait_for(State.RETRYING)
+    channels = {"discord": lambda context: DiscordChannel(context, discord)}
+    async with running_gateway(settings, channels=channels) as running:
+        bot = running.core.channels["discord"]
+        assert isinstance(bot, DiscordChannel) and bot.connection is not None
+        await bot.connection.wait_for(State.RETRYING)
         yield running
 
 
 async def test_the_channels_page_says_why_a_connection_is_down(gateway: RunningGateway) -> None:
-    link = await create_sign_in_link(gateway.core, base_url=gateway.base_url)
+    link = await create_sign_in_link(gateway.context(), base_url=gateway.base_url)
     origin = {"Origin": gateway.base_url}
     async with httpx.AsyncClient(base_url=gateway.base_url, headers=origin) as browser:
         signed_in = await browser.post(link.removeprefix(gateway.base_url))

@@ -67,7 +67,7 @@ async def sign_in_alice(browser: httpx.AsyncClient) -> None:
 
 
 async def sign_in_operator(browser: httpx.AsyncClient, gateway: RunningGateway) -> None:
-    link = await create_sign_in_link(gateway.core, base_url=gateway.base_url)
+    link = await create_sign_in_link(gateway.context(), base_url=gateway.base_url)
     response = await browser.post(urllib.parse.urlsplit(link).path)
     assert response.status_code == 303, response.text
 
@@ -218,7 +218,7 @@ async def test_a_cross_site_post_spends_and_decides_nothing(
     gateway: RunningGateway, request_factory: RequestFactory
 ) -> None:
     rid = (await request_factory(gateway, "cross-site")).rid
-    link = await create_sign_in_link(gateway.core, base_url=gateway.base_url)
+    link = await create_sign_in_link(gateway.context(), base_url=gateway.base_url)
     path = urllib.parse.urlsplit(link).path
     async with client(gateway, EVIL) as evil:
         refused = await evil.post(path)

@@ -4,6 +4,7 @@ thread, and a job that waited for a channel still goes out when that channel con
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -11,7 +12,14 @@ from datetime import UTC, datetime
 import pytest
 import sqlalchemy as sa
 from alembic import command
+from slack_sdk.oauth.installation_store.models.installation import Installation
+from slack_sdk.oauth.installation_store.sqlalchemy import SQLAlchemyInstallationStore
 
+from channels.slack.install import Installations
+from channels.slack.settings import SlackSettings
+from gateway.doors.records import RecordsDoor
+from gateway.seam import ChannelName
+from gateway.store import Database
 from gateway.store import outbox as outbox_store
 from gateway.store import requests as request_store
 from gateway.store.engine import make_engine
@@ -123,3 +131,33 @@ def test_0010_downgrades_to_the_slack_column(empty_url: str) -> None:
 
     [(ts,)] = run(empty_url, "SELECT slack_message_ts FROM request WHERE rid = 'rid-1'")
     assert ts == "1700000000.000100"
+
+
+def test_0012_carries_over_the_workspaces_slack_sdk_installed(empty_url: str) -> None:
+    """An "Add to Slack" install made before 0012, kept by slack_sdk's own store, still
+    gives its workspace's requests their bot token."""
+    migrate_to(empty_url, "0011")
+    engine = make_engine(empty_url, for_migrations=True)
+    try:
+        old = SQLAlchemyInstallationStore(client_id="111.222", engine=engine)
+        old.create_tables()
+        for token in ("xoxb-first", "xoxb-reinstalled"):  # the latest install wins
+            old.save(Installation(app_id="A1", team_id="T2", user_id="U1", bot_token=token))
+    finally:
+        engine.dispose()
+
+    migrate_to(empty_url, "head")
+
+    async def found() -> tuple[str | None, str | None]:
+        db = Database(empty_url)
+        try:
+            records = RecordsDoor(db, ChannelName.SLACK)
+            settings = SlackSettings(  # type: ignore[call-arg]
+                _env_file=None, client_id="111.222", client_secret="s"
+            )
+            installations = Installations(settings, records)
+            return await installations.bot_token("T2"), await installations.bot_token(None)
+        finally:
+            await db.aclose()
+
+    assert asyncio.run(found()) == ("xoxb-reinstalled", "xoxb-reinstalled")

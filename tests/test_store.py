@@ -18,6 +18,7 @@ from sqlmodel import SQLModel
 from gateway.store import Database, dumps, migrate, rows, tables, utcnow
 from gateway.store import outbox as outbox_store
 from gateway.store import projects as project_store
+from gateway.store import records as record_store
 from gateway.store import requests as request_store
 from gateway.store.rows import RequestRow, changed
 from gateway.store.values import as_utc
@@ -216,3 +217,20 @@ def test_each_row_class_has_its_tables_columns_in_order() -> None:
     for name, row in pairs.items():
         table = getattr(tables, name).__table__
         assert [f.name for f in dataclasses.fields(row)] == [c.name for c in table.columns], name
+
+
+async def test_a_channel_record_expires_and_is_taken_once(db: Database) -> None:
+    """What a channel keeps (`gateway.store.records`): its own, kept until it expires; a take
+    (an OAuth state spent by its redirect) succeeds once."""
+    soon = utcnow() + timedelta(hours=1)
+    await db.write(record_store.put, "slack", "oauth_state", "s1", "issued", soon)
+    await db.write(record_store.put, "slack", "oauth_state", "gone", "issued", utcnow())
+    await db.write(record_store.put, "slack", "installation", "-:T1", "v1", None)
+    await db.write(record_store.put, "slack", "installation", "-:T1", "v2", None)  # replaced
+    assert await db.read(record_store.get, "slack", "installation", "-:T1") == "v2"
+    assert await db.read(record_store.get, "discord", "installation", "-:T1") is None
+    assert await db.read(record_store.keys, "slack", "oauth_state", 10) == ["s1"]
+    assert await db.read(record_store.get, "slack", "oauth_state", "gone") is None
+    assert await db.write(record_store.take, "slack", "oauth_state", "gone") is None
+    assert await db.write(record_store.take, "slack", "oauth_state", "s1") == "issued"
+    assert await db.write(record_store.take, "slack", "oauth_state", "s1") is None

@@ -24,7 +24,7 @@ def channel_context(core: Core, name: ChannelName) -> ChannelContext:
     return ChannelContext(
         name=name,
         answers=AnswerDoor(core, name),
-        records=RecordsDoor(core, name),
+        records=RecordsDoor(core.db, name),
         keys=KeysDoor(core),
         supervise=supervise,
         console=ConsoleDoor(core),

@@ -5,18 +5,17 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from gateway.core import Core
 from gateway.seam.records import ResumePoint
 from gateway.store import email as email_store
 from gateway.store import records as record_store
 from gateway.store import resume_points as resume_store
-from gateway.store import utcnow
+from gateway.store import Database, utcnow
 from gateway.vocabulary import ChannelName
 
 
 class RecordsDoor:
-    def __init__(self, core: Core, channel: ChannelName) -> None:
-        self.db = core.db
+    def __init__(self, db: Database, channel: ChannelName) -> None:
+        self.db = db
         self.channel = channel
 
     def __repr__(self) -> str:

@@ -5,29 +5,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-from datetime import datetime, timedelta
 from typing import Any
-
-from sqlalchemy.engine import Connection
 
 from gateway.core import Caller, Core
 from gateway.errors import Conflict, NotFound
 from gateway.lifecycle import Kind, Status, noun
+from gateway.outbox import deliveries
+from gateway.outbox.deliveries import Audit, Planned
 from gateway.policies import evaluator, plans
 from gateway.policies.plans import Plan
-from gateway.policies.routing import SERVED_BY_GATEWAY
 from gateway.policies.timers import schedule as schedule_timers
-from gateway.seam.targets import Target
 from gateway.security.crypto import new_rid
-from gateway.store import dumps, utcnow
-from gateway.store import outbox as outbox_store
+from gateway.store import Tx, dumps, utcnow
 from gateway.store import requests as request_store
 from gateway.store.rows import RequestRow
-from gateway.vocabulary import AuditEvent, DeliveryStatus, JobKind
+from gateway.vocabulary import AuditEvent
 from gateway.wire.models import FunctionCallIn, HumanContactIn, is_call_id
 from gateway.wire.output import to_wire
 
-DELIVER_ATTEMPTS = 8
 MAX_WAIT_SECONDS = 60.0
 
 Incoming = FunctionCallIn | HumanContactIn
@@ -67,82 +62,14 @@ def _plan(core: Core, caller: Caller, kind: Kind, body: Incoming) -> Plan:
     )
 
 
-def _delivery_plan(core: Core, target: Target) -> tuple[DeliveryStatus, str | None]:
-    """The delivery's first status, and why it cannot be delivered when it cannot."""
-    if target.channel in SERVED_BY_GATEWAY:
-        return DeliveryStatus.SENT, None
-    channel = core.channels.get(target.channel)
-    if channel is None:
-        return DeliveryStatus.UNCONFIGURED, f"this gateway has no {target.channel} channel"
-    missing = channel.missing_settings()
-    if missing:
-        why = f"{target.channel} is not configured: set {', '.join(missing)}"
-        return DeliveryStatus.UNCONFIGURED, why
-    return DeliveryStatus.QUEUED, None
-
-
-def queue_delivery(
-    conn: Connection, rid: str, project_id: int, target: Target, run_at: datetime | None = None
-) -> int:
-    """A delivery row and the outbox job that sends it (at `run_at`: a delayed branch), in
-    the caller's transaction."""
-    delivery_id = request_store.add_delivery(
-        conn, rid, target.channel, target.model_dump(mode="json"), status=DeliveryStatus.QUEUED
-    )
-    outbox_store.enqueue(
-        conn,
-        JobKind.DELIVER,
-        {"delivery_id": delivery_id},
-        rid=rid,
-        project_id=project_id,
-        max_attempts=DELIVER_ATTEMPTS,
-        run_at=run_at,
-    )
-    return delivery_id
-
-
-def _record_route(conn: Connection, core: Core, row: RequestRow, plan: Plan) -> None:
-    audit: list[tuple[AuditEvent, dict[str, Any]]] = [
+def _record_route(tx: Tx, row: RequestRow, plan: Plan, planned: list[Planned]) -> None:
+    audit: Audit = [
         (AuditEvent.CREATED, {"call_id": row.call_id}),
         (AuditEvent.ROUTED, {"targets": len(plan.targets)}),
     ]
-    audit += add_targets(conn, core, row, plan.targets, plan.delays)
-    request_store.add_events(conn, row.rid, audit)
-    schedule_timers(conn, row, plan.schedule)
-
-
-def add_targets(
-    conn: Connection,
-    core: Core,
-    row: RequestRow,
-    targets: list[Target],
-    delays: list[float] | None = None,
-) -> list[tuple[AuditEvent, dict[str, Any]]]:
-    """A delivery per target (queued, sent or unconfigured); returns the audit entries. A
-    delayed target's delivery is queued for its time (the console shows every request)."""
-    audit: list[tuple[AuditEvent, dict[str, Any]]] = []
-    for target, delay in zip(targets, delays or [0.0] * len(targets), strict=True):
-        status, error = _delivery_plan(core, target)
-        if status is DeliveryStatus.QUEUED:
-            run_at = row.requested_at + timedelta(seconds=delay) if delay else None
-            queue_delivery(conn, row.rid, row.project_id, target, run_at)
-            continue
-        ref = {"url": core.link(row.rid)} if status is DeliveryStatus.SENT else None
-        delivery_id = request_store.add_delivery(
-            conn,
-            row.rid,
-            target.channel,
-            target.model_dump(mode="json"),
-            status=status,
-            error=error,
-            ref=ref,
-        )
-        detail = {"delivery_id": delivery_id, "channel": target.channel}
-        if status is DeliveryStatus.SENT:
-            audit.append((AuditEvent.DELIVERED, detail))
-        else:
-            audit.append((AuditEvent.DELIVERY_FAILED, detail | {"error": error}))
-    return audit
+    audit += deliveries.add(tx, row, planned)
+    request_store.add_events(tx, row.rid, audit)
+    schedule_timers(tx, row, plan.schedule)
 
 
 def _same_request(existing: RequestRow, kind: Kind, fingerprint: str) -> RequestRow:
@@ -181,13 +108,15 @@ async def create(core: Core, caller: Caller, kind: Kind, body: Incoming) -> dict
         expires_at=planned.expires_at(requested_at, body.spec.expires_at),
     )
 
-    def insert(conn: Connection) -> RequestRow:
+    planned_deliveries = deliveries.plan(core, row.rid, planned.targets, planned.delays)
+
+    def insert(tx: Tx) -> RequestRow:
         """The new row, or the one already stored under this call_id (then nothing changes)."""
-        if not request_store.insert_request(conn, row):
-            existing = request_store.get_by_call_id(conn, caller.project_id, body.call_id)
+        if not request_store.insert_request(tx, row):
+            existing = request_store.get_by_call_id(tx, caller.project_id, body.call_id)
             assert existing is not None  # the insert found it
             return existing
-        _record_route(conn, core, row, planned)
+        _record_route(tx, row, planned, planned_deliveries)
         return row
 
     stored = await core.db.write(insert)

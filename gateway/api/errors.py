@@ -7,9 +7,9 @@ import logging
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from sqlalchemy.exc import InterfaceError, OperationalError
 
 from gateway.errors import GatewayError, InvalidInput, Unauthorized
+from gateway.store.errors import UNAVAILABLE
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +57,6 @@ async def on_unexpected(_request: Request, error: Exception) -> JSONResponse:
 def install(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(GatewayError, on_gateway_error)
-    app.add_exception_handler(OperationalError, on_database_busy)
-    app.add_exception_handler(InterfaceError, on_database_busy)
+    for unavailable in UNAVAILABLE:
+        app.add_exception_handler(unavailable, on_database_busy)
     app.add_exception_handler(Exception, on_unexpected)

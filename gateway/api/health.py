@@ -18,7 +18,6 @@ from typing import Any, Generic, TypeVar
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
-from sqlalchemy.exc import SQLAlchemyError
 
 from gateway.api.auth import CoreDep
 from gateway.core import Core
@@ -26,6 +25,7 @@ from gateway.errors import Unauthorized
 from gateway.runtime.channel_states import channel_states
 from gateway.store import migrate, utcnow
 from gateway.store.engine import ping
+from gateway.store.errors import DatabaseError
 from gateway.store.metrics import Snapshot, snapshot
 
 log = logging.getLogger(__name__)
@@ -110,11 +110,11 @@ async def database_checks(core: Core) -> dict[str, str]:
     """A SELECT 1 through the store's read path, then the schema against the latest head."""
     try:
         await core.db.read(ping)
-    except SQLAlchemyError as error:
+    except DatabaseError as error:
         return {"database": f"unreachable ({type(error).__name__})", "schema": "not checked"}
     try:
         behind = await migrate.schema_behind(core.db)
-    except SQLAlchemyError as error:
+    except DatabaseError as error:
         return {"database": OK, "schema": f"unreadable ({type(error).__name__})"}
     return {"database": OK, "schema": behind or OK}
 
@@ -138,7 +138,7 @@ async def prometheus(request: Request, core: CoreDep) -> Response:
     try:
         flight = _flight(request, "metrics", METRICS_SECONDS)
         snap = await flight.run(lambda: core.db.scan(snapshot, utcnow()))
-    except (TimeoutError, SQLAlchemyError) as error:
+    except (TimeoutError, DatabaseError) as error:
         log.warning("metrics: the database did not answer (%s)", type(error).__name__)
         snap = None
     body = metrics.exposition(core, snap, took=time.perf_counter() - started)

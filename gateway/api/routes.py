@@ -7,11 +7,12 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query
 
 from gateway import __version__, intake
-from gateway.answers import decisions
+from gateway.answers import respond
 from gateway.api.auth import CallerDep
 from gateway.api.body import StrictJSONRoute
 from gateway.api.statuses import AUTHENTICATED, CREATE, DECIDE, HEALTH, LIST, READ_ONE
 from gateway.lifecycle import Kind, Status
+from gateway.policies import escalation
 from gateway.wire.models import (
     Escalation,
     FunctionCallIn,
@@ -84,7 +85,7 @@ async def respond_function_call(
     caller: CallerDep,
     idempotency_key: IdempotencyKey = None,
 ) -> Wire:
-    return await decisions.respond_function_call(
+    return await respond.respond_function_call(
         caller.core, caller, call_id, body, idempotency_key=idempotency_key
     )
 
@@ -93,7 +94,7 @@ async def respond_function_call(
     "/agent/function_calls/{call_id}/escalate_email", tags=["function calls"], responses=DECIDE
 )
 async def escalate_function_call(call_id: str, body: Escalation, caller: CallerDep) -> Wire:
-    return await decisions.escalate(caller.core, caller, Kind.FUNCTION_CALL, call_id, body)
+    return await escalation.escalate(caller.core, caller, Kind.FUNCTION_CALL, call_id, body)
 
 
 @router.get("/agent/function_calls/pending", tags=["function calls"], responses=LIST)
@@ -148,7 +149,7 @@ async def respond_human_contact(
     caller: CallerDep,
     idempotency_key: IdempotencyKey = None,
 ) -> Wire:
-    return await decisions.respond_human_contact(
+    return await respond.respond_human_contact(
         caller.core, caller, call_id, body, idempotency_key=idempotency_key
     )
 
@@ -157,7 +158,7 @@ async def respond_human_contact(
     "/agent/human_contacts/{call_id}/escalate_email", tags=["human contacts"], responses=DECIDE
 )
 async def escalate_human_contact(call_id: str, body: Escalation, caller: CallerDep) -> Wire:
-    return await decisions.escalate(caller.core, caller, Kind.HUMAN_CONTACT, call_id, body)
+    return await escalation.escalate(caller.core, caller, Kind.HUMAN_CONTACT, call_id, body)
 
 
 @router.get("/agent/human_contacts/pending", tags=["human contacts"], responses=LIST)

@@ -15,7 +15,7 @@ from channels.discord.channel import DiscordChannel
 from channels.registry import REGISTRY
 from channels.slack.manifest import manifest
 from channels.web.auth import console_people, create_sign_in_link, hash_password
-from gateway.answers import decisions
+from gateway.answers import decisions, respond
 from gateway.app import Server, build_core, create_app
 from gateway.cli import bootstrap, claude_hook
 from gateway.cli.checks import run_checks
@@ -197,7 +197,7 @@ async def decide(core: Core, args: argparse.Namespace) -> int:
         if row.kind != Kind.HUMAN_CONTACT:
             raise GatewayError(f"{args.call_id!r} is a function call: use approve or reject")
         body = HumanContactStatusIn(response=args.text)
-        decision = decisions.human_contact_decision(row, body, _cli_user())
+        decision = respond.human_contact_decision(row, body, _cli_user())
     else:
         if row.kind != Kind.FUNCTION_CALL:
             raise GatewayError(f"{args.call_id!r} is a human contact: use respond")
@@ -207,7 +207,7 @@ async def decide(core: Core, args: argparse.Namespace) -> int:
             comment=args.comment,
             reject_option_name=getattr(args, "option", None),
         )
-        decision = decisions.function_call_decision(row, status, _cli_user())
+        decision = respond.function_call_decision(row, status, _cli_user())
     updated = await decisions.submit(core, row, decision)
     if updated.status == Status.PENDING:  # a vote under an approval policy
         progress = load_progress(updated.progress_json)

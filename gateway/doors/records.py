@@ -6,10 +6,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 from gateway.seam.records import ResumePoint
+from gateway.store import Database, utcnow
 from gateway.store import email as email_store
 from gateway.store import records as record_store
 from gateway.store import resume_points as resume_store
-from gateway.store import Database, utcnow
 from gateway.vocabulary import ChannelName
 
 

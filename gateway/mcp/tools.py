@@ -20,13 +20,13 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field, ValidationError
-from sqlalchemy.exc import InterfaceError, OperationalError
 
 from gateway import intake
 from gateway.core import Caller
 from gateway.errors import GatewayError
 from gateway.lifecycle import Kind
 from gateway.mcp import results
+from gateway.store.errors import UNAVAILABLE
 from gateway.wire.models import FunctionCallIn, HumanContactIn, is_call_id, spoofing_character
 
 CALLER = "gateway.caller"  # where the door puts the authenticated Caller in the ASGI scope
@@ -292,5 +292,5 @@ def _as_tool_errors() -> Iterator[None]:
         yield
     except GatewayError as error:
         raise ToolError(str(error)) from error
-    except (OperationalError, InterfaceError) as error:
+    except UNAVAILABLE as error:
         raise ToolError("the gateway's database is busy or unreachable; retry shortly") from error

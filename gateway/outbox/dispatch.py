@@ -15,28 +15,26 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
 import httpx
-from sqlalchemy.engine import Connection
 
 from gateway.core import Core
 from gateway.errors import ChannelDown, DeliveryError
-from gateway.intake import queue_delivery
 from gateway.lifecycle import Status
-from gateway.outbox import webhooks
-from gateway.policies import timer_jobs
+from gateway.outbox import deliveries, webhooks
+from gateway.policies import timers
 from gateway.runtime.retry import RetryPolicy
 from gateway.runtime.supervisor import connected
 from gateway.seam.channel import Remindable
 from gateway.seam.targets import Target
+from gateway.store import Tx, utcnow
 from gateway.store import outbox as outbox_store
 from gateway.store import projects as project_store
 from gateway.store import requests as request_store
-from gateway.store import utcnow
 from gateway.store.rows import DeliveryRow, JobRow, RequestRow
 from gateway.vocabulary import AuditEvent, DeliveryStatus, JobKind
 
 log = logging.getLogger(__name__)
 
-Record = Callable[[Connection], None]  # runs in the transaction that completes the job
+Record = Callable[[Tx], None]  # runs in the transaction that completes the job
 # A claimed job is another replica's to take once its lease runs out: the worker renews the
 # leases of the jobs it runs, so only a dead replica's (kill -9) wait, and not for long.
 LEASE = timedelta(seconds=6)
@@ -45,7 +43,7 @@ FINISH_SECONDS = 2.0  # at shutdown, running jobs get this long; the rest are ha
 RELEASE_WITHIN_SECONDS = 1.0
 
 
-def _nothing(_conn: Connection) -> None:
+def _nothing(_conn: Tx) -> None:
     return None
 
 
@@ -181,7 +179,7 @@ class Dispatcher:
         else:
             job_id = job.id
 
-            def complete(conn: Connection) -> None:
+            def complete(conn: Tx) -> None:
                 record(conn)
                 outbox_store.complete(conn, job_id)
 
@@ -193,7 +191,7 @@ class Dispatcher:
         policy = self.webhook_policy if job.kind == JobKind.WEBHOOK else self.channel_policy
         delay = policy.delay(job.attempts, retry_after=error.retry_after)
 
-        def record_failure(conn: Connection) -> None:
+        def record_failure(conn: Tx) -> None:
             assert job.id is not None
             if final:
                 outbox_store.bury(conn, job.id, error=str(error))
@@ -219,7 +217,7 @@ class Dispatcher:
         run_at = utcnow() + timedelta(seconds=self.core.settings.channel_retry_cap_seconds)
         up_meanwhile = connected(self.core.channels.get(down.channel))
 
-        def record_wait(conn: Connection) -> None:
+        def record_wait(conn: Tx) -> None:
             assert job.id is not None
             outbox_store.postpone(
                 conn, job.id, run_at=run_at, error=str(down), waiting_for=down.channel
@@ -235,7 +233,7 @@ class Dispatcher:
         assert job.id is not None
         endpoint_id = json.loads(job.payload_json)["endpoint_id"]
 
-        def disable(conn: Connection) -> None:
+        def disable(conn: Tx) -> None:
             assert job.id is not None
             project_store.disable_webhook(conn, endpoint_id, reason)
             outbox_store.bury(conn, job.id, error=reason)
@@ -256,7 +254,7 @@ class Dispatcher:
             return _nothing  # sent before a crash; never post twice
         if row.status != Status.PENDING:
 
-            def skipped(conn: Connection) -> None:
+            def skipped(conn: Tx) -> None:
                 request_store.update_delivery(
                     conn,
                     delivery_id,
@@ -268,7 +266,7 @@ class Dispatcher:
         target = Target.model_validate_json(delivery.target_json)
         sent = await self.core.channels[delivery.channel].send(self.core.view(row, project), target)
 
-        def record(conn: Connection) -> None:
+        def record(conn: Tx) -> None:
             request_store.update_delivery(
                 conn,
                 delivery_id,
@@ -291,7 +289,7 @@ class Dispatcher:
         return _nothing
 
     async def _timer(self, job: JobRow) -> Record:
-        await timer_jobs.fire(self.core, job)
+        await timers.fire(self.core, job)
         return _nothing
 
     async def _remind(self, job: JobRow) -> Record:
@@ -301,12 +299,12 @@ class Dispatcher:
         if row.status != Status.PENDING or not isinstance(channel, Remindable):
             return _nothing
         target = Target.model_validate_json(delivery.target_json)
-        mention = await self.core.db.read(timer_jobs.waiting_on, row.rid, target)
+        mention = await self.core.db.read(deliveries.waiting_on, row.rid, target)
         ref = json.loads(delivery.ref_json or "{}")
         view = self.core.view(row, project)
         await channel.remind(view, target, ref, mention, number=payload["number"])
 
-        def record(conn: Connection) -> None:
+        def record(conn: Tx) -> None:
             detail = {"delivery_id": delivery.id, "number": payload["number"], "mention": mention}
             request_store.add_event(conn, row.rid, AuditEvent.REMINDED, detail)
 
@@ -329,7 +327,7 @@ class Dispatcher:
             timeout_seconds=self.core.settings.webhook_timeout_seconds,
         )
 
-        def record(conn: Connection) -> None:
+        def record(conn: Tx) -> None:
             if job.rid is not None:
                 detail = {
                     "endpoint_id": endpoint.id,
@@ -342,7 +340,7 @@ class Dispatcher:
         return record
 
 
-def _note_failure(conn: Connection, job: JobRow, error: str, *, final: bool) -> None:
+def _note_failure(conn: Tx, job: JobRow, error: str, *, final: bool) -> None:
     payload = json.loads(job.payload_json)
     if job.kind == JobKind.DELIVER:
         status = DeliveryStatus.FAILED if final else DeliveryStatus.RETRYING
@@ -355,15 +353,15 @@ def _note_failure(conn: Connection, job: JobRow, error: str, *, final: bool) -> 
         request_store.add_event(conn, job.rid, event, detail)
 
 
-def _fall_back(conn: Connection, job: JobRow, target: Target) -> None:
+def _fall_back(conn: Tx, job: JobRow, target: Target) -> None:
     assert job.rid is not None and job.project_id is not None
     failed = json.loads(job.payload_json)["delivery_id"]
-    delivery_id = queue_delivery(conn, job.rid, job.project_id, target)
+    delivery_id = deliveries.queue(conn, job.rid, job.project_id, target)
     detail = {"failed_delivery_id": failed, "delivery_id": delivery_id, "via": target.via}
     request_store.add_event(conn, job.rid, AuditEvent.DELIVERY_FALLBACK, detail)
 
 
-def _load(conn: Connection, delivery_id: int) -> tuple[DeliveryRow, RequestRow, str]:
+def _load(conn: Tx, delivery_id: int) -> tuple[DeliveryRow, RequestRow, str]:
     """A delivery, its request and the request's project name."""
     delivery = request_store.get_delivery(conn, delivery_id)
     assert delivery is not None

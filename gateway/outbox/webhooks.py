@@ -6,17 +6,17 @@ from __future__ import annotations
 import json
 import secrets
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import httpx
-from sqlalchemy.engine import Connection
 
 from gateway.errors import DeliveryError, InvalidInput
 from gateway.lifecycle import Kind
 from gateway.security.crypto import new_webhook_secret, sign_webhook
 from gateway.security.ssrf import check_scheme, pin_public
-from gateway.store import dumps
+from gateway.store import Tx, dumps
 from gateway.store import outbox as outbox_store
 from gateway.store import projects as project_store
 from gateway.store.rows import EndpointRow, RequestRow
@@ -48,8 +48,9 @@ def subscribed(endpoint: EndpointRow, event_type: str) -> bool:
     return not events or event_type in events
 
 
-def enqueue_completed(conn: Connection, core: Core, row: RequestRow) -> None:
-    """One job per subscribed endpoint; the body is fixed now so retries resend it as is."""
+def enqueue_completed(conn: Tx, row: RequestRow, schedule: Sequence[float]) -> None:
+    """One job per subscribed endpoint, given as many attempts as the retry `schedule` has
+    delays; the body is fixed now so retries resend it as is."""
     body = dumps(envelope(row))
     event_type = _EVENT_OF_KIND[Kind(row.kind)]
     for endpoint in project_store.list_webhooks(conn, row.project_id, enabled_only=True):
@@ -61,7 +62,7 @@ def enqueue_completed(conn: Connection, core: Core, row: RequestRow) -> None:
                 payload,
                 rid=row.rid,
                 project_id=row.project_id,
-                max_attempts=len(core.settings.webhook_delays),
+                max_attempts=len(schedule),
             )
 
 

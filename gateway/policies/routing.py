@@ -143,10 +143,6 @@ class WebhookConfig(Strict):
     events: list[str] | None = None
 
 
-# The gateway serves these itself (the console reads the store): nothing to send or edit.
-SERVED_BY_GATEWAY = frozenset({ChannelName.WEB})
-
-
 class RoutingConfig(Strict):
     people: dict[str, Person] = Field(default_factory=dict)
     teams: dict[str, Team] = Field(default_factory=dict)

@@ -13,13 +13,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy.engine import Connection
-
 from gateway.policies import evaluator
 from gateway.policies.routing import RoutingConfig
 from gateway.seam.console import PolicyNode, Standing
 from gateway.seam.views import Progress
-from gateway.store import dumps, utcnow
+from gateway.store import Tx, dumps, utcnow
 from gateway.store import requests as request_store
 from gateway.store import votes as vote_store
 from gateway.store.rows import RequestRow, VoteRow
@@ -92,7 +90,7 @@ def _covered(tree: evaluator.Node, row: RequestRow, theirs: list[VoteRow]) -> fr
 
 
 def record(
-    conn: Connection,
+    conn: Tx,
     config: RoutingConfig,
     row: RequestRow,
     approve: bool,
@@ -223,7 +221,7 @@ def _tree(
     return shown | {"mode": str(node.mode), "children": children}
 
 
-def save_progress(conn: Connection, rid: str, shown: Progress) -> str:
+def save_progress(conn: Tx, rid: str, shown: Progress) -> str:
     stored = {
         "approvals": shown.approvals,
         "needed": shown.needed,

@@ -20,12 +20,11 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine, make_url
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from gateway.store import feed
 from gateway.store.changes import Changes
@@ -45,19 +44,18 @@ PG_WRITERS = 4
 FEED_PRUNE_SECONDS = 600.0
 
 
+# What a function handed to `Database.read` or `Database.write` receives: a reader's
+# connection, or the writer's open transaction. Outside the store it is only passed on, to
+# store functions: the rest of the gateway never issues SQL.
+Tx: TypeAlias = Connection
+
+
 def sync_url(url: str) -> str:
     """The URL of the synchronous driver: sqlite3, or psycopg for PostgreSQL."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         return parsed.set(drivername="sqlite+pysqlite").render_as_string(hide_password=False)
     return parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
-
-
-def async_url(url: str) -> str:
-    """The URL of the asyncio driver (for Slack's installation store)."""
-    parsed = make_url(url)
-    driver = "sqlite+aiosqlite" if parsed.get_backend_name() == "sqlite" else "postgresql+asyncpg"
-    return parsed.set(drivername=driver).render_as_string(hide_password=False)
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -198,7 +196,6 @@ class Database:
         self._readers = ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="db-reader")
         self._local = threading.local()
         self._opened: list[Connection] = []
-        self._async_engine: AsyncEngine | None = None
         self._listener: Any = None
         self._follower: asyncio.Task[None] | None = None
         self._reconnect: asyncio.Task[None] | None = None
@@ -240,8 +237,15 @@ class Database:
         return conn
 
     async def write(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-        """`fn(conn, *args, **kwargs)` in the writer's next batch; returns once that batch
-        is durable (or raises what `fn` raised, or why the batch failed)."""
+        """`fn(tx, *args, **kwargs)` in the writer's next batch; returns once that batch
+        is durable (or raises what `fn` raised, or why the batch failed).
+
+        `fn` runs on a writer thread, not on the event loop: it must not await, touch the
+        loop's objects or call a channel, and it should be quick, since every write of its
+        batch waits for it. It may run more than once: when another write of the batch
+        raises, the batch is rolled back and run again without that one. So `fn` makes only
+        store calls on `tx`, and its caller gets what the run that committed returned; work
+        outside the transaction (a post, a log line that counts) belongs before or after."""
         result: T = await self._writer.submit(_bind(fn, args, kwargs))
         return result
 
@@ -249,13 +253,6 @@ class Database:
     def writer(self) -> Writer:
         """The group-committing writer (tests count its batches and inject failures)."""
         return self._writer
-
-    @property
-    def async_engine(self) -> AsyncEngine:
-        """An asyncio engine, only for libraries that need one (Slack's installation store)."""
-        if self._async_engine is None:
-            self._async_engine = create_async_engine(async_url(self.url))
-        return self._async_engine
 
     # --- changes made by other processes
 
@@ -324,6 +321,4 @@ class Database:
         self._readers.shutdown(wait=True)
         for conn in self._opened:
             conn.close()
-        if self._async_engine is not None:
-            await self._async_engine.dispose()
         self.engine.dispose()

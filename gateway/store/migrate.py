@@ -13,7 +13,7 @@ from sqlalchemy.engine import Engine
 
 from gateway.store.engine import Database, make_engine
 
-MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
 
 def alembic_config(url: str) -> Config:

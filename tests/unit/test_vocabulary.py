@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from channels.registry import REGISTRY
 from gateway.api.extensions import JobStatusParam
 from gateway.lifecycle import Kind, Status
-from gateway.policies.routing import SERVED_BY_GATEWAY
+from gateway.outbox.deliveries import SERVED_BY_GATEWAY
 from gateway.store import tables
 from gateway.vocabulary import (
     AnsweredIn,

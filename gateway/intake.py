@@ -20,7 +20,13 @@ from gateway.store import Tx, dumps, utcnow
 from gateway.store import requests as request_store
 from gateway.store.rows import RequestRow
 from gateway.vocabulary import AuditEvent
-from gateway.wire.models import FunctionCallIn, HumanContactIn, is_call_id
+from gateway.wire.models import (
+    WRITE_ONLY,
+    FunctionCallIn,
+    HumanContactIn,
+    is_call_id,
+    write_only,
+)
 from gateway.wire.output import to_wire
 
 MAX_WAIT_SECONDS = 60.0
@@ -29,12 +35,8 @@ Incoming = FunctionCallIn | HumanContactIn
 
 
 def _spec_and_secrets(body: Incoming) -> tuple[dict[str, Any], dict[str, str]]:
-    secrets: dict[str, str] = {}
-    slack = body.spec.channel.slack if body.spec.channel else None
-    if slack is not None and slack.bot_token is not None:
-        secrets["slack_bot_token"] = slack.bot_token.get_secret_value()
-    spec = body.spec.model_dump(mode="json", exclude={"channel": {"slack": {"bot_token"}}})
-    return spec, secrets
+    """The spec as stored and echoed, and its write-only values, stored sealed."""
+    return body.spec.model_dump(mode="json", exclude=WRITE_ONLY), write_only(body.spec.channel)
 
 
 def fingerprint(kind: Kind, run_id: str, spec_json: str, secrets: dict[str, str]) -> str:

@@ -64,8 +64,8 @@ async def new_request(db: Database, call_id: str = "c1") -> RequestRow:
 
 async def test_decide_is_compare_and_set(db: Database) -> None:
     row = await new_request(db)
-    first = await db.write(request_store.decide, row.rid, "approved", {"comment": "yes"})
-    second = await db.write(request_store.decide, row.rid, "rejected", {"comment": "no"})
+    first = await db.write(request_store.set_decided, row.rid, "approved", {"comment": "yes"})
+    second = await db.write(request_store.set_decided, row.rid, "rejected", {"comment": "no"})
     assert first is not None and first.status == "approved" and first.comment == "yes"
     assert second is None
     stored = await db.read(request_store.get_by_rid, row.rid)
@@ -76,7 +76,7 @@ async def test_concurrent_decisions_have_one_winner(db: Database) -> None:
     row = await new_request(db)
 
     async def decide(i: int) -> bool:
-        won = await db.write(request_store.decide, row.rid, "approved", {"comment": str(i)})
+        won = await db.write(request_store.set_decided, row.rid, "approved", {"comment": str(i)})
         return won is not None
 
     assert sorted(await asyncio.gather(*(decide(i) for i in range(16)))) == [False] * 15 + [True]

@@ -19,6 +19,7 @@ import discord
 
 from gateway.lifecycle import Kind, Status
 from gateway.seam import (
+    CUT,
     RequestView,
     Responder,
     Verb,
@@ -27,6 +28,7 @@ from gateway.seam import (
     origin_line,
     plain_who,
     reminder_text,
+    shorten,
 )
 from gateway.vocabulary import AnsweredIn
 
@@ -57,11 +59,9 @@ def escape(text: str) -> str:
     return discord.utils.escape_markdown(discord.utils.escape_mentions(text))
 
 
-def truncate(text: str, limit: int, link: str | None) -> str:
-    if len(text) <= limit:
-        return text
-    suffix = f"… [see the full request]({link})" if link else "… (truncated)"
-    return text[: limit - len(suffix)] + suffix
+def fit(text: str, link: str | None, limit: int) -> str:
+    """`text` (already escaped) within `limit`, pointing at the full request if cut."""
+    return shorten(text, limit, more=f"… [see the full request]({link})" if link else CUT)
 
 
 def _value(value: Any, link: str | None) -> str:
@@ -70,7 +70,7 @@ def _value(value: Any, link: str | None) -> str:
     else:
         rendered = value if isinstance(value, str) else json.dumps(value, indent=2, default=str)
         text = "```\n" + rendered.replace("```", "`\u200b``") + "\n```"
-    return truncate(text or "\u200b", FIELD_VALUE_LIMIT, link)
+    return fit(text or "\u200b", link, FIELD_VALUE_LIMIT)
 
 
 def _fields(
@@ -80,7 +80,7 @@ def _fields(
     budget = EMBED_TOTAL_LIMIT - len(embed) - reserve - 120  # room for the "more" field
     items = list(kwargs.items())
     for index, (name, value) in enumerate(items):
-        title = truncate(escape(name), FIELD_NAME_LIMIT, link)
+        title = fit(escape(name), link, FIELD_NAME_LIMIT)
         room = min(FIELD_VALUE_LIMIT, budget - len(title))
         last_slot = len(embed.fields) == MAX_FIELDS - 1 and index < len(items) - 1
         if room < 80 or last_slot:
@@ -88,14 +88,14 @@ def _fields(
             embed.add_field(name="…", value=f"[{more}]({link})" if link else more, inline=False)
             return
         text = _value(value, link)
-        text = text if len(text) <= room else truncate(text, room, link)
+        text = text if len(text) <= room else fit(text, link, room)
         embed.add_field(name=title, value=text, inline=False)
         budget -= len(title) + len(text)
 
 
 def _base(request: RequestView, title: str) -> discord.Embed:
     embed = discord.Embed(
-        title=truncate(title, TITLE_LIMIT, None),
+        title=fit(title, None, TITLE_LIMIT),
         url=request.link,
         colour=PENDING,
         timestamp=request.requested_at,
@@ -103,7 +103,7 @@ def _base(request: RequestView, title: str) -> discord.Embed:
     embed.set_footer(text=f"call {request.call_id}"[:2048])
     origin = origin_line(request)
     if origin is not None:  # a field: a footer would show escape()'s backslashes as typed
-        value = truncate(escape(origin), FIELD_VALUE_LIMIT, request.link)
+        value = fit(escape(origin), request.link, FIELD_VALUE_LIMIT)
         embed.add_field(name="Origin", value=value, inline=False)
     return embed
 
@@ -135,7 +135,7 @@ def approval(request: RequestView) -> tuple[discord.Embed, list[ButtonSpec]]:
 def question(request: RequestView) -> tuple[discord.Embed, list[ButtonSpec]]:
     embed = _base(request, f"Agent {escape(request.run_id)} asks")
     msg = escape(str(request.spec.get("msg", "")))
-    embed.description = truncate(msg, DESCRIPTION_LIMIT, request.link)
+    embed.description = fit(msg, request.link, DESCRIPTION_LIMIT)
     buttons = [
         ButtonSpec("Answer", "primary", encode(Verb.ANSWER, request.rid)),
         *_option_buttons(request, "response_options", "secondary"),
@@ -191,13 +191,13 @@ def _with_field(request: RequestView, name: str, line: str) -> discord.Embed:
     embed = _base(request, title)
     if request.kind == Kind.HUMAN_CONTACT:
         msg = escape(str(request.spec.get("msg", "")))
-        embed.description = truncate(msg, DESCRIPTION_LIMIT - len(line) - 40, request.link)
+        embed.description = fit(msg, request.link, DESCRIPTION_LIMIT - len(line) - 40)
     else:
         reserve = len(line) + 20
         _fields(embed, request.spec.get("kwargs") or {}, request.link, reserve=reserve)
         if len(embed.fields) == MAX_FIELDS:
             embed.remove_field(MAX_FIELDS - 1)
-    embed.add_field(name=name, value=truncate(line, FIELD_VALUE_LIMIT, request.link), inline=False)
+    embed.add_field(name=name, value=fit(line, request.link, FIELD_VALUE_LIMIT), inline=False)
     return embed
 
 

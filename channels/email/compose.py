@@ -24,7 +24,7 @@ from jinja2.sandbox import SandboxedEnvironment
 from channels.email import tokens
 from channels.email.settings import EmailSettings
 from gateway.lifecycle import Kind
-from gateway.seam import RequestView, Target, origin_line
+from gateway.seam import RequestView, Target, origin_line, shorten
 
 log = logging.getLogger(__name__)
 
@@ -88,9 +88,7 @@ def subject(request: RequestView, options: dict[str, Any]) -> str:
 
 def _value(value: Any, link: str | None) -> str:
     text = value if isinstance(value, str) else json.dumps(value, indent=2, default=str)
-    if len(text) > VALUE_LIMIT:
-        text = text[:VALUE_LIMIT] + f"… (cut; see {link or 'the request'})"
-    return text
+    return shorten(text, VALUE_LIMIT, more=f"… (cut; see {link or 'the request'})")
 
 
 def _context(request: RequestView, escalation: str | None) -> dict[str, Any]:

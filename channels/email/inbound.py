@@ -44,7 +44,7 @@ Key = Callable[[], bytes]  # the key of reply tokens, derived from GATEWAY_SECRE
 
 
 @dataclass(frozen=True)
-class Outcome:
+class Handled:
     """What the pipeline did with one message (also the audit trail's wording)."""
 
     result: str  # decided | refused | ignored | duplicate
@@ -75,41 +75,41 @@ class Inbox:
         self.send = send
         self._answers: set[asyncio.Task[None]] = set()
 
-    async def receive(self, raw: bytes) -> Outcome:
+    async def receive(self, raw: bytes) -> Handled:
         """Handle one raw message; returns once any decision it made has committed."""
         message = parse(raw)
         key = message_key(message, raw)
         earlier = await self.records.handled(key)
         if earlier is not None:
-            return Outcome("duplicate", f"already handled: {earlier}")
+            return Handled("duplicate", f"already handled: {earlier}")
         outcome = await self._handle(message, key)
         await self.records.remember(key, outcome.rid, outcome.result, outcome.reason)
         log.info("email %s: %s (%s)", key, outcome.result, outcome.reason)
         return outcome
 
-    async def _handle(self, message: EmailMessage, key: str) -> Outcome:
+    async def _handle(self, message: EmailMessage, key: str) -> Handled:
         automatic = reading.is_automatic(message)
         if automatic:
-            return Outcome("ignored", f"automatic mail ({automatic})")
+            return Handled("ignored", f"automatic mail ({automatic})")
         rid = tokens.rid_from_headers(message, self.settings.reply_base, self.key())
         rid = rid or tokens.rid_from_thread(message, self.key())
         if rid is None:
-            return Outcome("ignored", "no valid reply token or thread id")
+            return Handled("ignored", "no valid reply token or thread id")
         sender = reading.sender(message)
         if sender is None:
-            return Outcome("ignored", "the From header is not one clean address", rid)
+            return Handled("ignored", "the From header is not one clean address", rid)
         if self.settings.email_require_dmarc and not reading.dmarc_passed(
             message, self.settings.email_trusted_authserv_id or ""
         ):
-            return Outcome("ignored", f"no dmarc=pass for {sender} from a trusted server", rid)
+            return Handled("ignored", f"no dmarc=pass for {sender} from a trusted server", rid)
         request = await self.answers.view(rid)
         if request is None:
-            return Outcome("ignored", "the request no longer exists", rid)
+            return Handled("ignored", "the request no longer exists", rid)
         return await self._answer(message, key, request, sender)
 
     async def _answer(
         self, message: EmailMessage, key: str, request: RequestView, sender: str
-    ) -> Outcome:
+    ) -> Handled:
         address = _recipient(request, sender)
         if address is None:  # a reply address is for the people the request went to
             why = f"{sender} is not one of the people this request was sent to"
@@ -140,20 +140,20 @@ class Inbox:
                 message, request, sender, f"{outcome.message}. {HOW_TO_ANSWER}"
             )
         await self._tell(message, sender, request.rid, _recorded(outcome.request, intent))
-        return Outcome("decided", outcome.request.status, request.rid)
+        return Handled("decided", outcome.request.status, request.rid)
 
     async def _late(
         self, message: EmailMessage, key: str, request: RequestView, sender: str
-    ) -> Outcome:
+    ) -> Handled:
         if (request.user_info or {}).get("message_id") == key:  # this very message decided it
-            return Outcome("duplicate", "this message already decided the request", request.rid)
+            return Handled("duplicate", "this message already decided the request", request.rid)
         return await self._refuse(message, request, sender, already_decided(request))
 
     async def _refuse(
         self, message: EmailMessage, request: RequestView, sender: str, why: str
-    ) -> Outcome:
+    ) -> Handled:
         await self._tell(message, sender, request.rid, f"Nothing was changed: {why}")
-        return Outcome("refused", why, request.rid)
+        return Handled("refused", why, request.rid)
 
     async def _tell(self, original: EmailMessage, to: str, rid: str, text: str) -> None:
         """One threaded answer, sent in the background: the decision is stored already, and

@@ -14,6 +14,7 @@ from typing import Any
 
 from gateway.lifecycle import Kind, Status
 from gateway.seam import (
+    CUT,
     RequestView,
     Responder,
     Verb,
@@ -22,6 +23,7 @@ from gateway.seam import (
     origin_line,
     plain_who,
     reminder_text,
+    shorten,
 )
 from gateway.vocabulary import AnsweredIn
 
@@ -36,12 +38,9 @@ def escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def truncate(text: str, link: str | None, limit: int = TEXT_LIMIT) -> str:
-    """Fit `text` (already escaped) into `limit`, pointing at the full request if cut."""
-    if len(text) <= limit:
-        return text
-    suffix = f"… <{link}|see the full request>" if link else "… (truncated)"
-    return text[: limit - len(suffix)] + suffix
+def fit(text: str, link: str | None, limit: int = TEXT_LIMIT) -> str:
+    """`text` (already escaped) within `limit`, pointing at the full request if cut."""
+    return shorten(text, limit, more=f"… <{link}|see the full request>" if link else CUT)
 
 
 def mention(user_id: str) -> str:
@@ -78,7 +77,7 @@ def _kwarg_text(name: str, value: Any) -> str:
 
 
 def _kwarg_blocks(kwargs: dict[str, Any], link: str | None) -> list[Block]:
-    blocks = [_section(truncate(_kwarg_text(k, v), link)) for k, v in kwargs.items()]
+    blocks = [_section(fit(_kwarg_text(k, v), link)) for k, v in kwargs.items()]
     if len(blocks) > MAX_KWARG_BLOCKS:
         hidden = len(blocks) - MAX_KWARG_BLOCKS + 1
         more = f"…and {hidden} more arguments" + (
@@ -101,7 +100,7 @@ def _origin(request: RequestView) -> list[Block]:
     line = origin_line(request)
     if line is None:
         return []
-    return [{"type": "context", "elements": [_mrkdwn(truncate(escape(line), request.link))]}]
+    return [{"type": "context", "elements": [_mrkdwn(fit(escape(line), request.link))]}]
 
 
 def _option_buttons(request: RequestView, key: str, style: str | None) -> list[Block]:
@@ -124,7 +123,7 @@ def approval_message(request: RequestView, responders: list[str] | None = None) 
         *_option_buttons(request, "reject_options", "danger"),
     ]
     blocks = [
-        _section(truncate(headline, request.link)),
+        _section(fit(headline, request.link)),
         *_origin(request),
         *_kwarg_blocks(request.spec.get("kwargs") or {}, request.link),
         _context(request, responders),
@@ -136,9 +135,9 @@ def approval_message(request: RequestView, responders: list[str] | None = None) 
 def contact_message(request: RequestView, responders: list[str] | None = None) -> dict[str, Any]:
     """A question: the message, one button per response option, answers in the thread."""
     run_id = escape(request.run_id)
-    question = truncate(escape(str(request.spec.get("msg", ""))), request.link)
+    question = fit(escape(str(request.spec.get("msg", ""))), request.link)
     blocks: list[Block] = [
-        _section(truncate(f"Agent *{run_id}* asks:", request.link)),
+        _section(fit(f"Agent *{run_id}* asks:", request.link)),
         _section(question),
         *_origin(request),
         _context(request, responders),
@@ -167,7 +166,7 @@ _EMOJI = {
 def outcome_line(request: RequestView) -> str:
     """The core's outcome sentence, with Slack's mentions, dates and an emoji."""
     sentence = describe(request, who=who, when=_date, text=escape)
-    return truncate(f"{_EMOJI.get(request.status, ':hourglass:')} {sentence}", request.link)
+    return fit(f"{_EMOJI.get(request.status, ':hourglass:')} {sentence}", request.link)
 
 
 def _date(moment: datetime) -> str:

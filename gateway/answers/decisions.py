@@ -91,7 +91,7 @@ async def decide(core: Core, row: RequestRow, decision: Decision) -> RequestRow:
     def compare_and_set(conn: Tx) -> tuple[RequestRow, bool]:
         """The request as this decision left it and True, or as an earlier one did and
         whether that was this decision's own first attempt (a retry that raced it)."""
-        updated = request_store.decide(conn, row.rid, status, fields)
+        updated = request_store.set_decided(conn, row.rid, status, fields)
         if updated is None:
             current = request_store.get_by_rid(conn, row.rid)
             assert current is not None
@@ -146,7 +146,7 @@ async def submit(core: Core, row: RequestRow, decision: Decision) -> RequestRow:
             deliveries.update_copies(conn, current)
             return changed(current, progress_json=progress_json), True
         final = _decision_of(votes.decisive_row(verdict, rows), decision)
-        decided = request_store.decide(
+        decided = request_store.set_decided(
             conn, row.rid, next_status(current, final.event), _fields(final)
         )
         assert decided is not None  # locked and pending

@@ -240,7 +240,7 @@ def _detail(response: httpx.Response) -> str:
     return text[:500] or response.reason_phrase
 
 
-def decide(
+def await_decision(
     hook: HookInput,
     gateway: Gateway,
     *,
@@ -268,7 +268,7 @@ def ask(hook: HookInput, *, timeout: float, environ: Mapping[str, str]) -> Verdi
     try:
         headers = {"Authorization": f"Bearer {key}"}
         with httpx.Client(headers=headers, follow_redirects=False) as http:
-            return decide(hook, Gateway(http, base), timeout=timeout)
+            return await_decision(hook, Gateway(http, base), timeout=timeout)
     except Unanswered as error:
         return _closed(str(error))
     except Exception as error:  # whatever went wrong, it is never an allow

@@ -191,7 +191,7 @@ def _cli_user() -> dict[str, Any]:
     return {"channel": AnsweredIn.CLI, "name": getpass.getuser()}
 
 
-async def decide(core: Core, args: argparse.Namespace) -> int:
+async def answer_command(core: Core, args: argparse.Namespace) -> int:
     row = await _request(core, args)
     if args.verb == "respond":
         if row.kind != Kind.HUMAN_CONTACT:
@@ -320,7 +320,7 @@ def _parser() -> argparse.ArgumentParser:
         if verb == "reject":
             p.add_argument("--option", help="a reject option's name")
         p.add_argument("--project", default=bootstrap.DEFAULT_PROJECT)
-        p.set_defaults(run=_with_core(decide), verb=verb)
+        p.set_defaults(run=_with_core(answer_command), verb=verb)
 
     p = commands.add_parser("pending", help="list pending requests")
     p.add_argument("--project", default=bootstrap.DEFAULT_PROJECT)

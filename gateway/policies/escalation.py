@@ -18,7 +18,7 @@ from gateway.seam.targets import Target
 from gateway.store import Tx
 from gateway.store import requests as request_store
 from gateway.vocabulary import AuditEvent, ChannelName, DeliveryStatus
-from gateway.wire.models import Escalation
+from gateway.wire.models import WRITE_ONLY, Escalation
 from gateway.wire.output import to_wire
 
 
@@ -32,7 +32,7 @@ async def escalate(
         raise Conflict(already_decided(row))
     if escalation.channel is not None:
         channel_targets(core.config, escalation.channel)  # unknown team/person -> 422
-    detail = escalation.model_dump(mode="json", exclude={"channel": {"slack": {"bot_token"}}})
+    detail = escalation.model_dump(mode="json", exclude=WRITE_ONLY)
 
     thread = await core.db.read(_email_thread, row.rid)
     target = escalation_target(json.loads(row.spec_json), escalation, thread)  # may refuse

@@ -20,7 +20,7 @@ class Mode(StrEnum):
     ALL_OF = "all_of"
 
 
-class Outcome(StrEnum):
+class Resolution(StrEnum):
     PENDING = "pending"
     APPROVED = "approved"
     REJECTED = "rejected"
@@ -92,7 +92,7 @@ class Progress:
 
 @dataclass(frozen=True)
 class Verdict:
-    outcome: Outcome
+    outcome: Resolution
     decisive: Vote | None
     progress: Progress
 
@@ -243,10 +243,10 @@ def evaluate(
     progress, _ = _tally(policy, iter(counted), 0.0, now)
     if decisive is not None:
         return Verdict(
-            Outcome.APPROVED if decisive.approve else Outcome.REJECTED, decisive, progress
+            Resolution.APPROVED if decisive.approve else Resolution.REJECTED, decisive, progress
         )
     expired = expires_at is not None and now >= expires_at
-    return Verdict(Outcome.EXPIRED if expired else Outcome.PENDING, None, progress)
+    return Verdict(Resolution.EXPIRED if expired else Resolution.PENDING, None, progress)
 
 
 def _count(

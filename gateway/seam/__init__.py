@@ -43,6 +43,7 @@ from gateway.seam.records import Records, ResumePoint
 from gateway.seam.replies import Reading, first_line, new_text, read_reply
 from gateway.seam.routes import responses
 from gateway.seam.sentences import (
+    CUT,
     describe,
     origin_line,
     progress_line,
@@ -57,6 +58,7 @@ from gateway.vocabulary import AnsweredIn, ChannelName
 
 __all__ = [
     "BUTTON_PATTERN",
+    "CUT",
     "Answered",
     "AnsweredIn",
     "Answers",

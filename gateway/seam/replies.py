@@ -18,6 +18,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from gateway.seam.sentences import shorten
+
 QUOTE_LIMIT = 80  # characters of the reply quoted back to the person
 
 Phrase = tuple[str, ...]
@@ -262,4 +264,4 @@ def _line_number(text: str, line: str) -> int:
 
 def _quote(text: str) -> str:
     text = " ".join(text.split())
-    return text if len(text) <= QUOTE_LIMIT else text[: QUOTE_LIMIT - 1].rstrip() + "…"
+    return shorten(text, QUOTE_LIMIT)

@@ -86,9 +86,12 @@ def spoken(seconds: float) -> str:
     return f"{whole}s"
 
 
+CUT = "… (truncated)"  # where a channel has no link to the full request
+
+
 def shorten(text: str, limit: int, *, more: str = "…") -> str:
-    """`text` whole if it fits in `limit` characters, else cut to end with `more` (a link to
-    the full request, where the channel has one)."""
+    """`text` whole if it fits in `limit` characters, else cut (and trailing spaces with it)
+    to end with `more`: a link to the full request, where the channel has one."""
     if len(text) <= limit:
         return text
-    return text[: max(limit - len(more), 0)] + more
+    return text[: max(limit - len(more), 0)].rstrip() + more

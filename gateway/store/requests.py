@@ -60,7 +60,9 @@ def get_by_rid(conn: Connection, rid: str) -> RequestRow | None:
     return _to_request((conn.execute(query)).first())
 
 
-def decide(conn: Connection, rid: str, status: Status, fields: dict[str, Any]) -> RequestRow | None:
+def set_decided(
+    conn: Connection, rid: str, status: Status, fields: dict[str, Any]
+) -> RequestRow | None:
     """Compare-and-set: only a pending request changes; None means someone decided first."""
     query = (
         sa.update(_request)

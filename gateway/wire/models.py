@@ -205,7 +205,7 @@ def _unique_names(options: list[ResponseOption] | None) -> list[ResponseOption] 
     return options
 
 
-class SlackChannel(WireModel):
+class SlackContactChannel(WireModel):
     channel_or_user_id: str = Field(max_length=255)
     context_about_channel_or_user: str | None = None
     bot_token: SecretStr | None = None  # write-only: stored encrypted, never echoed
@@ -228,7 +228,7 @@ _EMAIL_ALIASES = (
 )
 
 
-class EmailChannel(WireModel):
+class EmailContactChannel(WireModel):
     address: str = Field(min_length=3, max_length=320, pattern=_NO_CONTROL_CHARS)
     context_about_user: str | None = None
     additional_recipients: list[EmailRecipient] | None = None
@@ -241,7 +241,7 @@ class EmailChannel(WireModel):
     template: str | None = Field(default=None, max_length=200_000)
 
     @model_validator(mode="after")
-    def _mirror_aliases(self) -> EmailChannel:
+    def _mirror_aliases(self) -> EmailContactChannel:
         # SDKs send either spelling (TS and Go only the experimental one): keep both equal.
         for plain, experimental in _EMAIL_ALIASES:
             value = getattr(self, plain) or getattr(self, experimental)
@@ -250,20 +250,20 @@ class EmailChannel(WireModel):
         return self
 
 
-class DiscordChannel(WireModel):
+class DiscordContactChannel(WireModel):
     channel_id: str | None = Field(default=None, pattern=r"^\d{1,25}$")
     user_id: str | None = Field(default=None, pattern=r"^\d{1,25}$")
     allowed_responder_ids: list[Id] | None = Field(default=None, min_length=1)
     context_about_channel_or_user: str | None = None
 
     @model_validator(mode="after")
-    def _one_target(self) -> DiscordChannel:
+    def _one_target(self) -> DiscordContactChannel:
         if (self.channel_id is None) == (self.user_id is None):
             raise ValueError("give exactly one of channel_id or user_id")
         return self
 
 
-class PhoneChannel(WireModel):
+class PhoneContactChannel(WireModel):
     phone_number: str = Field(max_length=32)
     context_about_user: str | None = None
 
@@ -277,11 +277,11 @@ Branches = Annotated[
 
 
 class ContactChannel(WireModel):
-    slack: SlackChannel | None = None
-    sms: PhoneChannel | None = None
-    whatsapp: PhoneChannel | None = None
-    email: EmailChannel | None = None
-    discord: DiscordChannel | None = None
+    slack: SlackContactChannel | None = None
+    sms: PhoneContactChannel | None = None
+    whatsapp: PhoneContactChannel | None = None
+    email: EmailContactChannel | None = None
+    discord: DiscordContactChannel | None = None
     team: Id | None = None
     person: Id | None = None
     # Composite channels, HumanLayer's documented shape: any one branch (any_of) or every
@@ -335,6 +335,18 @@ def _policy_depth(channel: ContactChannel) -> int:
 def _has_bot_token(channel: ContactChannel) -> bool:
     own = channel.slack is not None and channel.slack.bot_token is not None
     return own or any(_has_bot_token(branch) for branch in _branches(channel))
+
+
+# What an agent may send but never reads back: HumanLayer's per-request Slack bot token. A
+# spec (or an escalation) is stored and echoed without it (`model_dump(exclude=...)`); the
+# value is stored sealed and reaches its channel as `RequestView.secrets`.
+WRITE_ONLY: dict[str, Any] = {"channel": {"slack": {"bot_token"}}}
+
+
+def write_only(channel: ContactChannel | None) -> dict[str, str]:
+    """The write-only values of a request's channel, by the names channels read them."""
+    token = channel.slack.bot_token if channel is not None and channel.slack else None
+    return {} if token is None else {"slack_bot_token": token.get_secret_value()}
 
 
 class Origin(WireModel):

@@ -13,7 +13,7 @@ from gateway.policies.evaluator import (
     Leaf,
     Mode,
     Node,
-    Outcome,
+    Resolution,
     Verdict,
     Vote,
     active_targets,
@@ -26,7 +26,7 @@ from gateway.policies.evaluator import (
 )
 
 ANY, ALL = Mode.ANY_OF, Mode.ALL_OF
-PENDING, APPROVED, REJECTED, EXPIRED = Outcome
+PENDING, APPROVED, REJECTED, EXPIRED = Resolution
 
 
 def yes(person: str, *targets: int, at: float = 0.0) -> Vote:
@@ -247,7 +247,7 @@ def test_a_vote_through_a_delayed_leaf_before_its_delay_does_not_count() -> None
 
 
 @pytest.mark.parametrize(("now", "outcome"), [(9.0, PENDING), (10.0, EXPIRED), (11.0, EXPIRED)])
-def test_expired_once_the_deadline_passes_undecided(now: float, outcome: Outcome) -> None:
+def test_expired_once_the_deadline_passes_undecided(now: float, outcome: Resolution) -> None:
     verdict = run(QUORUM, yes("alice", 0, at=1.0), now=now, expires_at=10.0)
     assert verdict.outcome is outcome and verdict.decisive is None
     assert verdict.progress.approved_by == ("alice",)

@@ -14,10 +14,10 @@ from gateway.policies.routing import RoutingConfig, load_config
 from gateway.seam.targets import Target
 from gateway.wire.models import (
     ContactChannel,
-    DiscordChannel,
-    EmailChannel,
+    DiscordContactChannel,
+    EmailContactChannel,
     EmailRecipient,
-    SlackChannel,
+    SlackContactChannel,
 )
 
 CONFIG = """
@@ -319,7 +319,7 @@ def test_spec_channel_team_expands(config: RoutingConfig) -> None:
 
 
 def test_slack_spec_channel_keeps_allowed_responders() -> None:
-    slack = SlackChannel(
+    slack = SlackContactChannel(
         channel_or_user_id="C123", allowed_responder_ids=["U1", "U2"], thread_ts="17.5"
     )
     targets = call(RoutingConfig(), channel=ContactChannel(slack=slack))
@@ -335,13 +335,13 @@ def test_slack_spec_channel_keeps_allowed_responders() -> None:
 
 def test_slack_spec_channel_without_allowed_responders_has_none() -> None:
     targets = call(
-        RoutingConfig(), channel=ContactChannel(slack=SlackChannel(channel_or_user_id="C"))
+        RoutingConfig(), channel=ContactChannel(slack=SlackContactChannel(channel_or_user_id="C"))
     )
     assert [t.responders for t in targets] == [None]
 
 
 def test_email_spec_channel_responders_include_additional_recipients() -> None:
-    email = EmailChannel(
+    email = EmailContactChannel(
         address="lead@example.com",
         additional_recipients=[
             EmailRecipient(address="cc@example.com", field="cc"),
@@ -362,17 +362,17 @@ def test_email_spec_channel_responders_include_additional_recipients() -> None:
 @pytest.mark.parametrize(
     ("discord", "address", "responders"),
     [
-        (DiscordChannel(user_id="42"), {"user_id": "42"}, ["42"]),
-        (DiscordChannel(channel_id="7"), {"channel_id": "7"}, None),
+        (DiscordContactChannel(user_id="42"), {"user_id": "42"}, ["42"]),
+        (DiscordContactChannel(channel_id="7"), {"channel_id": "7"}, None),
         (
-            DiscordChannel(channel_id="7", allowed_responder_ids=["1", "2"]),
+            DiscordContactChannel(channel_id="7", allowed_responder_ids=["1", "2"]),
             {"channel_id": "7"},
             ["1", "2"],
         ),
     ],
 )
 def test_discord_spec_channel(
-    discord: DiscordChannel, address: dict[str, Any], responders: list[str] | None
+    discord: DiscordContactChannel, address: dict[str, Any], responders: list[str] | None
 ) -> None:
     targets = call(RoutingConfig(), channel=ContactChannel(discord=discord))
     assert summary(targets) == [("discord", address, responders, "spec.channel")]
@@ -380,7 +380,7 @@ def test_discord_spec_channel(
 
 def test_spec_channel_combines_team_person_and_direct_channels(config: RoutingConfig) -> None:
     channel = ContactChannel(
-        team="quiet", person="bob", slack=SlackChannel(channel_or_user_id="C-DIRECT")
+        team="quiet", person="bob", slack=SlackContactChannel(channel_or_user_id="C-DIRECT")
     )
     targets = call(config, channel=channel)
     assert [(t.channel, t.address.get("channel")) for t in targets] == [

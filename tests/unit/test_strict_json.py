@@ -10,11 +10,11 @@ from pydantic import ValidationError
 
 from gateway.api.body import strict_loads
 from gateway.wire.models import (
-    DiscordChannel,
-    EmailChannel,
+    DiscordContactChannel,
+    EmailContactChannel,
     FunctionCallIn,
     HumanContactIn,
-    SlackChannel,
+    SlackContactChannel,
 )
 
 # --- strict_loads ----------------------------------------------------------------------
@@ -166,25 +166,25 @@ def test_human_contact_rejects_duplicate_response_option_names() -> None:
 @pytest.mark.parametrize("give_plain", [True, False])
 def test_email_channel_mirrors_aliases(plain: str, experimental: str, give_plain: bool) -> None:
     field = plain if give_plain else experimental
-    email = EmailChannel.model_validate({"address": "a@example.com", field: "value"})
+    email = EmailContactChannel.model_validate({"address": "a@example.com", field: "value"})
     assert getattr(email, plain) == "value"
     assert getattr(email, experimental) == "value"
 
 
 def test_email_channel_without_subject_leaves_both_unset() -> None:
-    email = EmailChannel(address="a@example.com")
+    email = EmailContactChannel(address="a@example.com")
     assert email.subject is None
     assert email.experimental_subject_line is None
 
 
 def test_slack_channel_rejects_empty_allowed_responders() -> None:
     with pytest.raises(ValidationError):
-        SlackChannel(channel_or_user_id="C1", allowed_responder_ids=[])
+        SlackContactChannel(channel_or_user_id="C1", allowed_responder_ids=[])
 
 
 @pytest.mark.parametrize("allowed", [None, ["U1"], ["U1", "U2"]])
 def test_slack_channel_accepts_absent_or_non_empty_responders(allowed: list[str] | None) -> None:
-    slack = SlackChannel(channel_or_user_id="C1", allowed_responder_ids=allowed)
+    slack = SlackContactChannel(channel_or_user_id="C1", allowed_responder_ids=allowed)
     assert slack.allowed_responder_ids == allowed
 
 
@@ -194,15 +194,15 @@ def test_slack_channel_accepts_absent_or_non_empty_responders(allowed: list[str]
 )
 def test_discord_channel_requires_exactly_one_target(fields: dict[str, Any]) -> None:
     with pytest.raises(ValidationError, match="exactly one of channel_id or user_id"):
-        DiscordChannel.model_validate(fields)
+        DiscordContactChannel.model_validate(fields)
 
 
 @pytest.mark.parametrize("fields", [{"channel_id": "123"}, {"user_id": "456"}])
 def test_discord_channel_with_one_target_is_valid(fields: dict[str, Any]) -> None:
-    discord = DiscordChannel.model_validate(fields)
+    discord = DiscordContactChannel.model_validate(fields)
     assert discord.model_dump(include=set(fields)) == fields
 
 
 def test_discord_ids_must_be_numeric() -> None:
     with pytest.raises(ValidationError):
-        DiscordChannel(channel_id="general")
+        DiscordContactChannel(channel_id="general")

@@ -153,7 +153,7 @@ async def measure(show: bool) -> None:
                     await _click(gateway, fake, trace, show)
     finally:
         sys.setprofile(None)
-        threading.setprofile(None)  # type: ignore[arg-type]
+        threading.setprofile(None)
 
 
 async def _create(gateway: Any, fake: FakeSlack, db: Path, trace: Trace, show: bool) -> None:

@@ -12,6 +12,7 @@ import pytest
 
 from gateway.store import Database, migrate
 from tests.factories import RequestFactory
+from tests.services.cli import Cli
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings
 from tests.services.net import free_port
 from tests.services.postgres import ThrowawayPostgres, createdb, dropdb, find_bindir
@@ -139,3 +140,16 @@ async def receiver() -> AsyncIterator[WebhookReceiver]:
 def request_factory() -> RequestFactory:
     """`await request_factory(gateway, "call-1", channel=..., contact=..., settle=True)`."""
     return RequestFactory()
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Cli:
+    # Only this test's settings: none leak in from the developer's shell.
+    base = {name: value for name, value in os.environ.items() if not name.startswith("GATEWAY_")}
+    env = base | {
+        "GATEWAY_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/gw.db",
+        "GATEWAY_SECRET_KEY": "test-secret-key",
+        "GATEWAY_WEBHOOK_ALLOW_PRIVATE": "true",
+        "GATEWAY_LOG_LEVEL": "warning",
+    }
+    return Cli(workdir=tmp_path, env=env)

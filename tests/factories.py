@@ -9,6 +9,8 @@ from typing import Any
 from gateway.security.crypto import hash_api_key
 from gateway.store import projects as project_store
 from gateway.store import requests as request_store
+from gateway.store.rows import RequestRow
+from gateway.store.values import dumps, utcnow
 from tests.helpers import eventually, outbox_idle
 from tests.services.inprocess import RunningGateway
 
@@ -82,3 +84,20 @@ async def rid_of(gateway: RunningGateway, call_id: str, *, key: str | None = Non
     row = await gateway.core.db.read(request_store.get_by_call_id, project.id, call_id)
     assert row is not None, f"no request {call_id!r}"
     return row.rid
+
+
+def request_row(project_id: int, call_id: str) -> RequestRow:
+    """A pending request as the store keeps it, for tests that write rows directly."""
+    return RequestRow(
+        rid=f"rid-{call_id}",
+        project_id=project_id,
+        kind="function_call",
+        call_id=call_id,
+        run_id="r",
+        fn="f",
+        spec_json=dumps({"fn": "f", "kwargs": {}}),
+        body_hash="h",
+        route_json="[]",
+        status="pending",
+        requested_at=utcnow(),
+    )

@@ -3,6 +3,8 @@ reads options and free text, lets the first answer win and names who won."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from gateway.seam import Answers
@@ -107,7 +109,7 @@ async def test_wrong_verbs_unknown_options_and_missing_answers_are_refused(
     call = await request_factory(gateway, channel=SLACK_C1)
     question = await request_factory(gateway, contact=True, channel=SLACK_C1)
     who = on_slack("U0ALICE")
-    cases = [
+    cases: list[tuple[str, Verb, dict[str, Any], Refusal]] = [
         (call.rid, Verb.ANSWER, {"text": "eu"}, Refusal.WRONG_VERB),
         (question.rid, Verb.APPROVE, {}, Refusal.WRONG_VERB),
         (call.rid, Verb.OPTION, {"choice": 3}, Refusal.UNKNOWN_OPTION),

@@ -6,18 +6,13 @@ SQLite file and checks through real HTTP.
 
 from __future__ import annotations
 
-import asyncio
 import getpass
-import os
 import re
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.fakes.discord import FakeDiscord
+from tests.services.cli import Cli
 from tests.services.inprocess import RunningGateway, running_gateway, write_config
 from tests.services.inprocess import test_settings as settings_for
 
@@ -39,60 +34,6 @@ UNKNOWN_TEAM_CONFIG = """
 fn = "drop_*"
 target = "team:ghost"
 """
-
-
-@dataclass(frozen=True)
-class Result:
-    returncode: int
-    stdout: str
-    stderr: str
-
-    @property
-    def last_line(self) -> str:
-        lines = self.stdout.strip().splitlines()
-        assert lines, f"no output; stderr: {self.stderr}"
-        return lines[-1].strip()
-
-    def __str__(self) -> str:
-        return f"exit {self.returncode}\n--- stdout\n{self.stdout}--- stderr\n{self.stderr}"
-
-
-@dataclass
-class Cli:
-    workdir: Path
-    env: dict[str, str]
-
-    @property
-    def database_url(self) -> str:
-        return self.env["GATEWAY_DATABASE_URL"]
-
-    async def __call__(self, *args: str, **env: str) -> Result:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "gateway",
-            *args,
-            cwd=self.workdir,
-            env=self.env | env,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        stdout, stderr = await process.communicate()
-        assert process.returncode is not None
-        return Result(process.returncode, stdout.decode(), stderr.decode())
-
-
-@pytest.fixture
-def cli(tmp_path: Path) -> Cli:
-    # Only this test's settings: none leak in from the developer's shell.
-    base = {name: value for name, value in os.environ.items() if not name.startswith("GATEWAY_")}
-    env = base | {
-        "GATEWAY_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/gw.db",
-        "GATEWAY_SECRET_KEY": "test-secret-key",
-        "GATEWAY_WEBHOOK_ALLOW_PRIVATE": "true",
-        "GATEWAY_LOG_LEVEL": "warning",
-    }
-    return Cli(workdir=tmp_path, env=env)
 
 
 async def _project_status(gateway: RunningGateway, key: str) -> tuple[int, dict[str, Any]]:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -13,54 +11,13 @@ import httpx
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from tests.services.gateway_process import GatewayProcess
+from tests.services.crashable import Crashable
 from tests.services.net import free_port
 from tests.services.receiver import WebhookReceiver
 
-# Short retries so the test does not wait out Svix's minutes; 40 tries never run out here.
-FAST_RETRIES = ",".join(["0"] + ["0.3"] * 39)
 CALLS = 20
 CONTACTS = 5
 BATCHED = 300  # creates in flight when the process is killed
-
-
-class Crashable:
-    """A gateway subprocess that can be killed and started again on the same database."""
-
-    def __init__(self, workdir: Path) -> None:
-        self.workdir = workdir
-        self.env = {
-            "GATEWAY_WEBHOOK_RETRY_SCHEDULE": FAST_RETRIES,
-            "GATEWAY_OUTBOX_POLL_SECONDS": "0.2",
-        }
-        self.process: GatewayProcess | None = None
-        self.api_key = ""
-
-    async def start(self) -> GatewayProcess:
-        process = GatewayProcess(self.workdir, self.env)
-        self.process = await asyncio.to_thread(process.start)
-        self.api_key = process.api_key or self.api_key  # printed on the first start only
-        return process
-
-    def client(self, **kwargs: Any) -> httpx.AsyncClient:
-        assert self.process is not None
-        headers = {"Authorization": f"Bearer {self.api_key}"}
-        return httpx.AsyncClient(
-            base_url=self.process.base_url, headers=headers, timeout=30, **kwargs
-        )
-
-    def cli(self, *args: str) -> str:
-        assert self.process is not None
-        result = subprocess.run(
-            [sys.executable, "-m", "gateway", *args],
-            cwd=self.workdir,
-            env=self.process.env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert result.returncode == 0, result.stderr
-        return result.stdout
 
 
 @pytest.fixture

@@ -140,7 +140,7 @@ def test_0012_carries_over_the_workspaces_slack_sdk_installed(empty_url: str) ->
     engine = make_engine(empty_url, for_migrations=True)
     try:
         old = SQLAlchemyInstallationStore(client_id="111.222", engine=engine)
-        old.create_tables()
+        old.create_tables()  # type: ignore[no-untyped-call]  # slack_sdk's, untyped
         for token in ("xoxb-first", "xoxb-reinstalled"):  # the latest install wins
             old.save(Installation(app_id="A1", team_id="T2", user_id="U1", bot_token=token))
     finally:
@@ -152,9 +152,7 @@ def test_0012_carries_over_the_workspaces_slack_sdk_installed(empty_url: str) ->
         db = Database(empty_url)
         try:
             records = RecordsDoor(db, ChannelName.SLACK)
-            settings = SlackSettings(  # type: ignore[call-arg]
-                _env_file=None, client_id="111.222", client_secret="s"
-            )
+            settings = SlackSettings(_env_file=None, client_id="111.222", client_secret="s")
             installations = Installations(settings, records)
             return await installations.bot_token("T2"), await installations.bot_token(None)
         finally:

@@ -19,10 +19,10 @@ from standardwebhooks.webhooks import Webhook
 from gateway.store import votes as vote_store
 from tests.factories import rid_of
 from tests.helpers import add_webhook, events, jobs
+from tests.services.crashable import Crashable
 from tests.services.inprocess import RunningGateway, running_gateway, write_config
 from tests.services.inprocess import test_settings as settings_for
 from tests.services.receiver import WebhookReceiver
-from tests.test_crash import Crashable
 
 # --- a deadline pending across kill -9
 

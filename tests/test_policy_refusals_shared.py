@@ -438,7 +438,7 @@ def test_both_channels_take_the_answer_path_and_sentences_from_the_core(
     """The answer path and the sentences are the core's own objects in both channels, not
     copies that could drift apart: each channel answers through the door its context gives."""
     slack_context, discord_context = detached("slack"), detached("discord")
-    settings = SlackSettings(  # type: ignore[call-arg]
+    settings = SlackSettings(
         _env_file=None, bot_token="xoxb-t", signing_secret="s", api_url="http://127.0.0.1:9/"
     )
     assert SlackChannel(slack_context, settings).listeners.answers is slack_context.answers

@@ -177,7 +177,7 @@ async def test_humanlayer_channel_forms(
     expected = target("email", {"address": "ops@example.com"}, responders, "spec.channel")
     assert route == [expected]
 
-    discord = {"discord": {"channel_id": "123"}}
+    discord: dict[str, Any] = {"discord": {"channel_id": "123"}}
     made = await request_factory(routed, "fc-dc", fn="read_table", channel=discord)
     route = await route_of(routed, made)
     # No allowed_responder_ids: anyone in the channel may answer (responders unset).

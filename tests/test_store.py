@@ -15,13 +15,15 @@ from alembic.migration import MigrationContext
 from sqlalchemy.engine import Connection
 from sqlmodel import SQLModel
 
-from gateway.store import Database, dumps, migrate, rows, tables, utcnow
+from gateway.store import Database, migrate, rows, tables, utcnow
 from gateway.store import outbox as outbox_store
 from gateway.store import projects as project_store
 from gateway.store import records as record_store
 from gateway.store import requests as request_store
 from gateway.store.rows import RequestRow, changed
 from gateway.store.values import as_utc
+from gateway.vocabulary import JobKind
+from tests.factories import request_row
 
 
 @pytest.fixture
@@ -32,22 +34,6 @@ async def db(db_url: str) -> AsyncIterator[Database]:
         yield database
     finally:
         await database.aclose()
-
-
-def request_row(project_id: int, call_id: str) -> RequestRow:
-    return RequestRow(
-        rid=f"rid-{call_id}",
-        project_id=project_id,
-        kind="function_call",
-        call_id=call_id,
-        run_id="r",
-        fn="f",
-        spec_json=dumps({"fn": "f", "kwargs": {}}),
-        body_hash="h",
-        route_json="[]",
-        status="pending",
-        requested_at=utcnow(),
-    )
 
 
 def insert_new(conn: Connection, call_id: str) -> RequestRow:
@@ -91,7 +77,9 @@ async def test_call_id_is_unique_per_project(db: Database) -> None:
 
 
 def enqueue_many(conn: Connection, count: int) -> list[int]:
-    return [outbox_store.enqueue(conn, "webhook", {"n": i}, max_attempts=3) for i in range(count)]
+    return [
+        outbox_store.enqueue(conn, JobKind.WEBHOOK, {"n": i}, max_attempts=3) for i in range(count)
+    ]
 
 
 async def enqueue(db: Database, count: int) -> list[int]:

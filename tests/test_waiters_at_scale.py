@@ -17,10 +17,9 @@ from sqlalchemy.engine import Connection, Engine
 
 from gateway.store import projects as project_store
 from gateway.store import requests as request_store
-from tests.factories import RequestFactory
+from tests.factories import RequestFactory, request_row
 from tests.helpers import eventually
 from tests.services.inprocess import running_gateway, test_settings
-from tests.test_store import request_row
 
 WAITERS = 1_000
 READS_REQUESTS = re.compile(r"\bFROM request\b")  # the table, not request_event

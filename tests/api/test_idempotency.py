@@ -4,6 +4,7 @@ body it gets the first answer again; every other repeat still gets HumanLayer's 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import httpx
 import pytest
@@ -14,7 +15,10 @@ from tests.helpers import events
 from tests.services.inprocess import RunningGateway
 
 BOTH = pytest.mark.parametrize("path", [FC, HC], ids=["function_call", "human_contact"])
-ANSWER = {FC: {"approved": False, "comment": "not today"}, HC: {"response": "eu-west-1"}}
+ANSWER: dict[str, dict[str, Any]] = {
+    FC: {"approved": False, "comment": "not today"},
+    HC: {"response": "eu-west-1"},
+}
 OTHER_ANSWER = {FC: {"approved": True}, HC: {"response": "us-east-1"}}
 
 

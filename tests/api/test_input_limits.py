@@ -24,7 +24,8 @@ DEEPEST_VALUE = MAX_JSON_DEPTH - 3
 
 def deep_body(path: str, call_id: str, field: str, depth: int) -> bytes:
     """A create body whose spec.`field` holds an array nested `depth` levels, as raw text."""
-    body = request_body(call_id, contact=path == HC, **{field: {"x": "HOLE"}})
+    spec: dict[str, Any] = {field: {"x": "HOLE"}}
+    body = request_body(call_id, contact=path == HC, **spec)
     return json.dumps(body).replace('"HOLE"', "[" * depth + "]" * depth).encode()
 
 

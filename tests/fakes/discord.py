@@ -65,7 +65,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from aiohttp import WSCloseCode, WSMsgType, web
+from aiohttp import BodyPartReader, WSMsgType, web
+
+from tests.fakes.server import FakeServer
 
 # Exactly this: discord.py's json_or_text() compares the header for equality.
 JSON = "application/json"
@@ -134,7 +136,7 @@ class _Route:
     needs_token: bool = True
 
 
-class FakeDiscord:
+class FakeDiscord(FakeServer):
     # Distinct ids (Discord often reuses the application id for the bot user) so that a
     # mix-up between them shows in tests.
     BOT_USER_ID = "1100000000000000001"
@@ -145,6 +147,7 @@ class FakeDiscord:
     TOKEN = "fake-bot-token"
 
     def __init__(self, *, heartbeat_interval_ms: int = 41250) -> None:
+        super().__init__()
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.calls: list[Call] = []
         self.messages: dict[str, Json] = {}
@@ -175,9 +178,6 @@ class FakeDiscord:
         self._log: list[Json] = []  # every dispatch of the session, for replays
         self._queued: list[Json] = []  # dispatches not sent: no client was connected
         self._live: web.WebSocketResponse | None = None
-        self._sockets: set[web.WebSocketResponse] = set()
-        self._runner: web.AppRunner | None = None
-        self._port: int | None = None
         self._routes = self._make_routes()
 
     def _make_routes(self) -> list[_Route]:
@@ -207,36 +207,12 @@ class FakeDiscord:
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    async def start(self) -> FakeDiscord:
-        app = web.Application()
+    def add_routes(self, app: web.Application) -> None:
         app.router.add_get("/gateway", self._handle_gateway)
         app.router.add_route("*", "/{tail:.*}", self._handle_rest)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        # Port 0: the OS picks a free port, with no race between choosing and binding it.
-        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
-        self._port = int(self._runner.addresses[0][1])
-        return self
 
-    async def stop(self) -> None:
+    def release(self) -> None:
         self._reconnect_allowed.set()  # releases handlers held by disconnected()
-        for socket in list(self._sockets):  # aiohttp would otherwise wait for them on cleanup
-            await socket.close(code=WSCloseCode.GOING_AWAY, message=b"server stopping")
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-
-    async def __aenter__(self) -> FakeDiscord:
-        return await self.start()
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.stop()
-
-    @property
-    def port(self) -> int:
-        if self._port is None:
-            raise RuntimeError("FakeDiscord is not started")
-        return self._port
 
     @property
     def api_url(self) -> str:
@@ -339,7 +315,7 @@ class FakeDiscord:
     async def _handle_gateway(self, request: web.Request) -> web.WebSocketResponse:
         socket = web.WebSocketResponse()
         await socket.prepare(request)
-        self._sockets.add(socket)
+        self._sockets.append(socket)
         try:
             hello = {"op": 10, "d": {"heartbeat_interval": self.heartbeat_interval_ms}}
             await _send(socket, hello)
@@ -347,7 +323,8 @@ class FakeDiscord:
                 if message.type is WSMsgType.TEXT:
                     await self._on_gateway_message(socket, json.loads(message.data))
         finally:
-            self._sockets.discard(socket)
+            if socket in self._sockets:
+                self._sockets.remove(socket)
             async with self._gateway_lock:
                 if self._live is socket:
                     self._live = None
@@ -855,12 +832,13 @@ async def _read_body(request: web.Request) -> tuple[Json | None, dict[str, tuple
         payload: Json | None = None
         uploads: dict[str, tuple[str, int]] = {}
         async for part in await request.multipart():
-            data = await part.read()  # type: ignore[union-attr]
+            assert isinstance(part, BodyPartReader)  # Discord's uploads are flat parts
+            data = await part.read()
             name = part.name or ""
             if name == "payload_json":
                 payload = json.loads(data)
             elif match := re.fullmatch(r"files\[(\d+)\]", name):
-                uploads[match[1]] = (part.filename or "file", len(data))  # type: ignore[union-attr]
+                uploads[match[1]] = (part.filename or "file", len(data))
         return payload, uploads
     raw = await request.read()
     if not raw:

@@ -34,7 +34,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from aiohttp import WSCloseCode, WSMsgType, web
+from aiohttp import WSMsgType, web
+
+from tests.fakes.server import FakeServer
 
 SCENARIOS = ("ratelimited", "server_error", "timeout", "channel_not_found")
 # Form bodies carry these as JSON strings; decode them so tests compare structures.
@@ -56,7 +58,7 @@ class Call:
     error: str | None = None
 
 
-class FakeSlack:
+class FakeSlack(FakeServer):
     def __init__(
         self,
         *,
@@ -65,6 +67,7 @@ class FakeSlack:
         retry_after: int = 1,
         fault_methods: frozenset[str] = frozenset({"chat.postMessage"}),
     ) -> None:
+        super().__init__()
         self.failures_before_success = failures_before_success
         self.hang_seconds = hang_seconds
         self.retry_after = retry_after
@@ -85,9 +88,6 @@ class FakeSlack:
         # Socket Mode: the connected clients, the envelopes sent and what the clients sent back.
         self.envelopes: list[dict[str, Any]] = []
         self.socket_messages: list[dict[str, Any]] = []
-        self._sockets: list[web.WebSocketResponse] = []
-        self._runner: web.AppRunner | None = None
-        self._port: int | None = None
         self._methods: dict[str, Handler] = {
             "auth.test": self._auth_test,
             "chat.postMessage": self._chat_post_message,
@@ -103,37 +103,14 @@ class FakeSlack:
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    async def start(self) -> FakeSlack:
-        app = web.Application()
+    def add_routes(self, app: web.Application) -> None:
         app.router.add_route("*", "/api/{method}", self._handle_api)
         app.router.add_post("/respond/{id}", self._handle_respond)
         app.router.add_get("/link", self._handle_link)
         self._stopping.clear()
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
-        self._port = int(self._runner.addresses[0][1])
-        return self
 
-    async def stop(self) -> None:
+    def release(self) -> None:
         self._stopping.set()  # releases requests held back by the timeout scenario
-        for socket in list(self._sockets):  # aiohttp would otherwise wait for them on cleanup
-            await socket.close(code=WSCloseCode.GOING_AWAY, message=b"server stopping")
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-
-    async def __aenter__(self) -> FakeSlack:
-        return await self.start()
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.stop()
-
-    @property
-    def port(self) -> int:
-        if self._port is None:
-            raise RuntimeError("FakeSlack is not started")
-        return self._port
 
     @property
     def base_url(self) -> str:

@@ -94,7 +94,7 @@ async def stored_call_ids(replica: Replica, run_id: str) -> set[str]:
     found: set[str] = set()
     async with replica.client() as api:
         for page in range(20):  # 20,000 calls: more than the load can create
-            params = {"run_id": run_id, "limit": 1000, "offset": page * 1000}
+            params: dict[str, str | int] = {"run_id": run_id, "limit": 1000, "offset": page * 1000}
             listing = (await api.get("/function_calls", params=params)).json()
             found |= {item["call_id"] for item in listing["items"]}
             if not listing["has_more"]:

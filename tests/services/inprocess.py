@@ -39,7 +39,7 @@ def test_settings(database_url: str, **overrides: Any) -> Settings:
         "channel_retry_base_seconds": 0.05,
         "config": None,
     }
-    return Settings(_env_file=None, **(values | overrides))  # type: ignore[call-arg]
+    return Settings(_env_file=None, **(values | overrides))
 
 
 test_settings.__test__ = False  # type: ignore[attr-defined]  # a helper, not a test

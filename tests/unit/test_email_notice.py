@@ -17,7 +17,7 @@ REF: dict[str, Any] = {
 
 
 def settings() -> EmailSettings:
-    return EmailSettings(  # type: ignore[call-arg]
+    return EmailSettings(
         _env_file=None, smtp_host="localhost", email_from="Approvals <approvals@example.test>"
     )
 

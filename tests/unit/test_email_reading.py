@@ -15,7 +15,6 @@ from channels.email.reading import (
     MAX_BODY_CHARS,
     MAX_LINE_CHARS,
     Intent,
-    Kind,
     dmarc_passed,
     html_to_text,
     is_automatic,
@@ -24,6 +23,7 @@ from channels.email.reading import (
     sender,
 )
 from channels.email.tokens import message_ids_in_thread, rid_from_headers
+from gateway.lifecycle import Kind
 
 CORPUS = Path(__file__).parent.parent / "data" / "email"
 BASE, KEY, AUTHSERV = "approvals@example.com", b"test-email-key", "mx.example.com"
@@ -121,7 +121,7 @@ def test_corpus(name: str) -> None:
     assert dmarc_passed(message, AUTHSERV) is expected.dmarc
     assert rid_from_headers(message, BASE, KEY) == expected.rid
     if expected.intent is not None:
-        kind: Kind = "human_contact" if expected.rid == HC_RID else "function_call"
+        kind = Kind.HUMAN_CONTACT if expected.rid == HC_RID else Kind.FUNCTION_CALL
         intent = read_intent(reply_text(message), kind=kind, options=REJECT_OPTIONS)
         assert intent == expected.intent
 
@@ -217,11 +217,11 @@ def test_message_without_a_text_body_reads_empty() -> None:
 
 
 def fc(text: str, options: list[dict[str, Any]] | None = None) -> Intent:
-    return read_intent(text, kind="function_call", options=options or [])
+    return read_intent(text, kind=Kind.FUNCTION_CALL, options=options or [])
 
 
 def hc(text: str, options: list[dict[str, Any]] | None = None) -> Intent:
-    return read_intent(text, kind="human_contact", options=options or [])
+    return read_intent(text, kind=Kind.HUMAN_CONTACT, options=options or [])
 
 
 @pytest.mark.parametrize(

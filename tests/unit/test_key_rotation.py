@@ -13,7 +13,7 @@ from gateway.settings import Settings
 
 
 def settings(**values: Any) -> Settings:
-    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+    return Settings(_env_file=None, **values)
 
 
 def test_secrets_sealed_under_an_earlier_key_still_open() -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from channels.email.reading import read_intent, reply_text
+from gateway.lifecycle import Kind
 from gateway.seam.replies import read_reply
 
 CORPUS = tomllib.loads(
@@ -42,7 +43,7 @@ def test_approves(text: str) -> None:
     reading = read_reply(text)
     assert reading.approved, reading.explanation
     assert reading.sentence.startswith("We read your reply as an approval (")
-    intent = read_intent(reply_text(as_email(text)), kind="function_call", options=[])
+    intent = read_intent(reply_text(as_email(text)), kind=Kind.FUNCTION_CALL, options=[])
     assert intent.verdict == "approve"
 
 
@@ -51,5 +52,5 @@ def test_does_not_approve(text: str) -> None:
     reading = read_reply(text)
     assert not reading.approved, reading.explanation
     assert reading.sentence.startswith("We read your reply as a rejection")
-    intent = read_intent(reply_text(as_email(text)), kind="function_call", options=[])
+    intent = read_intent(reply_text(as_email(text)), kind=Kind.FUNCTION_CALL, options=[])
     assert intent.verdict != "approve"  # "-1" alone is a signature to mail-parser-reply

@@ -41,7 +41,7 @@ def discord_channel(
     fake: FakeDiscord, token: str = FakeDiscord.TOKEN
 ) -> Callable[[ChannelContext], DiscordChannel]:
     """The Discord channel's factory, logging in to `fake` with `token`."""
-    settings = DiscordSettings(  # type: ignore[call-arg]
+    settings = DiscordSettings(
         _env_file=None, bot_token=token, api_url=fake.api_url, gateway_url=fake.gateway_url
     )
 
@@ -89,4 +89,4 @@ async def get(gateway: RunningGateway, call_id: str, contact: bool = False) -> d
 
 def outcome_field(message: dict[str, Any]) -> str:
     fields = message["embeds"][0].get("fields") or []
-    return next(f["value"] for f in fields if f["name"] == "Outcome")
+    return str(next(f["value"] for f in fields if f["name"] == "Outcome"))

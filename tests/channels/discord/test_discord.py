@@ -431,7 +431,7 @@ async def test_a_slow_store_defers_then_edits_the_original(
     assert (await fake.wait_for_callback(clicked))["type"] == DEFERRED_UPDATE
 
     async def edited() -> bool:
-        return fake.messages[message["id"]]["components"] == []
+        return bool(fake.messages[message["id"]]["components"] == [])
 
     await eventually(edited)
     assert (await get(gateway, "slow-1"))["status"]["approved"] is True

@@ -50,7 +50,7 @@ async def fake() -> AsyncIterator[FakeDiscord]:
 
 @pytest.fixture
 async def channel(fake: FakeDiscord) -> AsyncIterator[DiscordChannel]:
-    settings = DiscordSettings(  # type: ignore[call-arg]
+    settings = DiscordSettings(
         _env_file=None, bot_token=fake.TOKEN, api_url=fake.api_url, gateway_url=fake.gateway_url
     )
     discord_channel = DiscordChannel(detached("discord"), settings)

@@ -54,7 +54,7 @@ def email_settings(
             "imap_password": password,
             "imap_security": "none",
         }
-    return EmailSettings(_env_file=None, **(values | overrides))  # type: ignore[call-arg]
+    return EmailSettings(_env_file=None, **(values | overrides))
 
 
 def email_env(

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from tests.channels.email.helpers import email_env, new_mailbox
+from tests.services.cli import Cli
 from tests.services.dovecot import ThrowawayDovecot
 from tests.services.smtp_sink import SmtpSink
-from tests.test_cli import Cli, cli  # noqa: F401  (the fixture)
 
 
 def env_for(sink: SmtpSink, dovecot: ThrowawayDovecot, **overrides: str) -> dict[str, str]:
@@ -13,7 +13,7 @@ def env_for(sink: SmtpSink, dovecot: ThrowawayDovecot, **overrides: str) -> dict
 
 
 async def test_check_signs_in_to_smtp_and_imap(
-    cli: Cli,  # noqa: F811
+    cli: Cli,
     smtp_sink: SmtpSink,
     dovecot: ThrowawayDovecot,
 ) -> None:
@@ -30,7 +30,7 @@ async def test_check_signs_in_to_smtp_and_imap(
 
 
 async def test_check_names_the_server_that_refused_and_hides_the_password(
-    cli: Cli,  # noqa: F811
+    cli: Cli,
     smtp_sink: SmtpSink,
     dovecot: ThrowawayDovecot,
 ) -> None:

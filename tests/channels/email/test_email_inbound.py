@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
 
+from channels.email.channel import EmailChannel
+from channels.email.imap import Watcher
 from gateway.store import email as email_store
 from tests.channels.email.helpers import (
     ALICE,
@@ -70,7 +72,7 @@ async def test_an_approve_reply_decides_whatever_the_quoting_style(
     assert result["user_info"]["email"] == ALICE
     confirmation = (await smtp_sink.wait_for_messages(2))[-1]
     assert confirmation.rcpt_tos == [ALICE]
-    assert "Recorded: approved by you" in confirmation.message.get_content()  # type: ignore[attr-defined]
+    assert "Recorded: approved by you" in confirmation.message.get_content()
     assert confirmation.message["In-Reply-To"] is not None
 
 
@@ -135,7 +137,7 @@ async def test_a_reply_from_another_address_decides_nothing(
     dovecot.deliver(answer, str(sunk.message["Reply-To"]))
     refusal = (await smtp_sink.wait_for_messages(2))[-1]
     assert refusal.rcpt_tos == [BOB]
-    text = refusal.message.get_content()  # type: ignore[attr-defined]
+    text = refusal.message.get_content()
     assert "Nothing was changed" in text and "not one of the people" in text
     assert (await status(gateway, "other-1"))["approved"] is None
 
@@ -182,7 +184,7 @@ async def test_an_auto_reply_is_ignored_and_not_answered(
     assert (await decided(gateway, "ooo-1"))["approved"] is True
     await answers_sent(gateway)
     answers = smtp_sink.messages  # the request, and the approval's confirmation only
-    assert len(answers) == 2 and "Recorded" in answers[-1].message.get_content()  # type: ignore[attr-defined]
+    assert len(answers) == 2 and "Recorded" in answers[-1].message.get_content()
 
 
 async def test_the_same_reply_delivered_twice_decides_once(
@@ -217,7 +219,9 @@ async def test_a_dovecot_restart_during_idle_loses_no_reply(
 ) -> None:
     await request_factory(gateway, "restart-1", channel=to_alice(), settle=True)
     (sunk,) = sent_for(smtp_sink, "restart-1")
-    watcher = gateway.core.channels["email"].watcher  # type: ignore[attr-defined]
+    channel = gateway.core.channels["email"]
+    assert isinstance(channel, EmailChannel) and channel.watcher is not None
+    watcher = channel.watcher
     assert watcher.connected.is_set()
     dovecot.stop()
     await eventually(_disconnected(watcher))
@@ -227,8 +231,8 @@ async def test_a_dovecot_restart_during_idle_loses_no_reply(
     assert (await decided(gateway, "restart-1"))["approved"] is True
 
 
-def _disconnected(watcher: object) -> object:
+def _disconnected(watcher: Watcher) -> Callable[[], Awaitable[bool]]:
     async def check() -> bool:
-        return not watcher.connected.is_set()  # type: ignore[attr-defined]
+        return not watcher.connected.is_set()
 
     return check

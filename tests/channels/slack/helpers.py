@@ -26,7 +26,7 @@ C1_ALICE_ONLY = {"slack": {"channel_or_user_id": "C1", "allowed_responder_ids": 
 
 
 def slack_settings(fake: FakeSlack, token: str = "xoxb-test", **more: Any) -> SlackSettings:
-    return SlackSettings(  # type: ignore[call-arg]
+    return SlackSettings(
         _env_file=None,
         bot_token=token,
         signing_secret=SIGNING_SECRET,
@@ -58,6 +58,7 @@ def signed_headers(
 ) -> dict[str, str]:
     ts = str(timestamp if timestamp is not None else int(time.time()))
     signature = SignatureVerifier(secret).generate_signature(timestamp=ts, body=body)
+    assert signature is not None
     return {
         "X-Slack-Request-Timestamp": ts,
         "X-Slack-Signature": signature,

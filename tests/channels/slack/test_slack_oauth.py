@@ -25,7 +25,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:BasicAuth is deprecated:Deprecat
 @pytest.fixture
 async def installable(tmp_path: Path) -> AsyncIterator[tuple[RunningGateway, FakeSlack]]:
     async with FakeSlack() as fake:
-        settings = SlackSettings(  # type: ignore[call-arg]
+        settings = SlackSettings(
             _env_file=None,
             client_id="111.222",
             client_secret="oauth-secret",

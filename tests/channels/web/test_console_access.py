@@ -45,9 +45,9 @@ from gateway.store import projects as project_store
 from gateway.store.rows import JobRow
 from tests.factories import RequestFactory
 from tests.helpers import eventually
+from tests.services.cli import Cli, Result
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings, write_config
 from tests.services.receiver import Received, WebhookReceiver
-from tests.test_cli import Cli, Result, cli  # noqa: F401  (the fixture)
 
 ALICE = "alice@example.org"
 PASSWORD = "correct horse battery staple"
@@ -780,7 +780,7 @@ async def test_the_event_stream_opens_when_signed_in(gateway: RunningGateway) ->
 # --- the command line
 
 
-async def test_console_link_from_the_cli_signs_in(cli: Cli) -> None:  # noqa: F811
+async def test_console_link_from_the_cli_signs_in(cli: Cli) -> None:
     made = await cli("console", "link")
     assert made.returncode == 0, made
     path = urllib.parse.urlsplit(made.last_line).path
@@ -796,7 +796,7 @@ async def test_console_link_from_the_cli_signs_in(cli: Cli) -> None:  # noqa: F8
             assert (await late.post(path)).status_code == 403
 
 
-async def test_console_hash_password_from_the_cli(cli: Cli, tmp_path: Path) -> None:  # noqa: F811
+async def test_console_hash_password_from_the_cli(cli: Cli, tmp_path: Path) -> None:
     password = "a long enough password"
     made = await hash_password_cli(cli, password + "\n")
     assert made.returncode == 0, made

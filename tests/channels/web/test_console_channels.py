@@ -22,7 +22,7 @@ from tests.services.net import free_port
 @pytest.fixture
 async def gateway(tmp_path: Path) -> AsyncIterator[RunningGateway]:
     closed = f"http://127.0.0.1:{free_port()}"  # nothing listens: connections are refused
-    discord = DiscordSettings(  # type: ignore[call-arg]
+    discord = DiscordSettings(
         _env_file=None,
         bot_token=SecretStr("a-bot-token"),
         api_url=f"{closed}/api/v10",

@@ -187,7 +187,7 @@ async def test_the_sign_out_everywhere_button(
 
 async def test_a_cross_site_login_gets_no_session(gateway: RunningGateway) -> None:
     credentials = {"email": ALICE, "password": PASSWORD}
-    foreign = (
+    foreign: tuple[dict[str, str], ...] = (
         {"Origin": EVIL},
         {"Origin": "null"},  # a sandboxed frame, or a page that hides where it is
         {"Origin": EVIL, "Referer": f"{gateway.base_url}/console/login"},  # Origin decides

@@ -1,4 +1,6 @@
-"""The composition root: the only module that wires channels, store and API together."""
+"""The composition root: builds the core, each channel from the registry with its context,
+the ASGI app, and what runs beside it. The command line (`gateway.cli.main`) is the only
+other module that reads the registry, for `gateway check` and `discord invite-url`."""
 
 from __future__ import annotations
 

@@ -30,7 +30,9 @@ class JobKind(StrEnum):
     DELIVER = "deliver"  # send a delivery through its channel
     UPDATE = "update"  # show the decision on a post sent earlier
     WEBHOOK = "webhook"  # POST a signed event to one endpoint
-    TIMER = "timer"  # a request's deadline, reminder or escalation comes due (gateway.timers)
+    TIMER = (
+        "timer"  # a request's deadline, reminder or escalation comes due (gateway.policies.timers)
+    )
     REMIND = "remind"  # nudge the people one delivery still waits on
 
 
@@ -90,7 +92,7 @@ class AnsweredIn(StrEnum):
 
     API = "api"
     CLI = "cli"
-    GATEWAY = "gateway"  # the gateway itself: a deadline passed (gateway.timers)
+    GATEWAY = "gateway"  # the gateway itself: a deadline passed (gateway.policies.timers)
     WEB = "web"
     SLACK = "slack"
     DISCORD = "discord"

@@ -1,10 +1,10 @@
-"""Slack and Discord say the same things because both ask `gateway.answers`: the same refusal
+"""Slack and Discord say the same things because both ask the answer door: the same refusal
 to someone not allowed, the same "already approved by …" to a late click, and the same
 progress and outcome sentences on the post, each only escaped for its platform.
 
 Each scenario runs through both channels end to end (the real Bolt app and discord.py bot
 against the fake Slack and fake Discord) and compares what the platform was sent with what
-`gateway.answers` produces for the same request and person.
+the answer door produces for the same request and person.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Reading an email reply: its new text, the intent in it, who sent it, whether a person did.
 
 Pure functions over messages parsed with `email.policy.default`; no network. The new text is
-what mail-parser-reply keeps, cut again by `gateway.replies.new_text` (signatures, "Sent from
+what mail-parser-reply keeps, cut again by `gateway.seam.new_text` (signatures, "Sent from
 my ...", quoted header blocks), so the quoted request ("reply APPROVE or REJECT") is never
-read. An approval is read by `gateway.replies.read_reply`, the rule every text channel
+read. An approval is read by `gateway.seam.read_reply`, the rule every text channel
 shares: only a plain yes approves; anything else rejects with the text as the comment.
 """
 

@@ -69,30 +69,23 @@ def idempotency_token(caller: Caller, key: str | None, body: Any) -> str | None:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-async def respond_function_call(
+async def respond(
     core: Core,
     caller: Caller,
     call_id: str,
-    body: FunctionCallStatusIn,
+    body: FunctionCallStatusIn | HumanContactStatusIn,
     *,
     idempotency_key: str | None = None,
 ) -> dict[str, Any]:
-    row = await find(core, caller, Kind.FUNCTION_CALL, call_id)
-    decision = function_call_decision(row, body, api_user_info(caller, _given(body.user_info)))
-    token = idempotency_token(caller, idempotency_key, body)
-    return to_wire(await submit(core, row, replace(decision, idempotency=token)))
-
-
-async def respond_human_contact(
-    core: Core,
-    caller: Caller,
-    call_id: str,
-    body: HumanContactStatusIn,
-    *,
-    idempotency_key: str | None = None,
-) -> dict[str, Any]:
-    row = await find(core, caller, Kind.HUMAN_CONTACT, call_id)
-    decision = human_contact_decision(row, body, api_user_info(caller, _given(body.user_info)))
+    """`POST /agent/function_calls/{call_id}/respond` (or a human contact's): the caller's
+    answer, decided by `submit` as any channel's is."""
+    kind = Kind.FUNCTION_CALL if isinstance(body, FunctionCallStatusIn) else Kind.HUMAN_CONTACT
+    row = await find(core, caller, kind, call_id)
+    user_info = api_user_info(caller, _given(body.user_info))
+    if isinstance(body, FunctionCallStatusIn):
+        decision = function_call_decision(row, body, user_info)
+    else:
+        decision = human_contact_decision(row, body, user_info)
     token = idempotency_token(caller, idempotency_key, body)
     return to_wire(await submit(core, row, replace(decision, idempotency=token)))
 

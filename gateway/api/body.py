@@ -1,5 +1,5 @@
 """Request bodies: a size cap enforced before parsing, and JSON without NaN, lone surrogates
-or duplicate keys, within the nesting and size limits of gateway.models."""
+or duplicate keys, within the nesting and size limits of gateway.wire.models."""
 
 from __future__ import annotations
 

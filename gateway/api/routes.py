@@ -85,7 +85,7 @@ async def respond_function_call(
     caller: CallerDep,
     idempotency_key: IdempotencyKey = None,
 ) -> Wire:
-    return await respond.respond_function_call(
+    return await respond.respond(
         caller.core, caller, call_id, body, idempotency_key=idempotency_key
     )
 
@@ -149,7 +149,7 @@ async def respond_human_contact(
     caller: CallerDep,
     idempotency_key: IdempotencyKey = None,
 ) -> Wire:
-    return await respond.respond_human_contact(
+    return await respond.respond(
         caller.core, caller, call_id, body, idempotency_key=idempotency_key
     )
 

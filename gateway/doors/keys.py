@@ -10,15 +10,11 @@ from gateway.errors import BadToken
 from gateway.security import signed
 
 
-class KeysDoor:
-    def __init__(self, core: Core) -> None:
-        self.core = core
-
-    def __repr__(self) -> str:
-        return "KeysDoor()"
+class Signer:
+    """Signed tokens under the key of a purpose; the key comes from `subkey`."""
 
     def subkey(self, purpose: str) -> bytes:
-        return self.core.box.subkey(purpose)
+        raise NotImplementedError
 
     def sign(self, purpose: str, claims: dict[str, Any], ttl_seconds: float) -> str:
         return signed.sign(self.subkey(purpose), claims, ttl_seconds)
@@ -28,6 +24,17 @@ class KeysDoor:
 
     def tag(self, purpose: str, value: str) -> str:
         return signed.tag(self.subkey(purpose), value)
+
+
+class KeysDoor(Signer):
+    def __init__(self, core: Core) -> None:
+        self.core = core
+
+    def __repr__(self) -> str:
+        return "KeysDoor()"
+
+    def subkey(self, purpose: str) -> bytes:
+        return self.core.box.subkey(purpose)
 
     def link(self, rid: str, email: str | None = None) -> str | None:
         return self.core.link(rid, email)

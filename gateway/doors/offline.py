@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any, NoReturn
 
 from gateway.doors.connections import detached_supervisor
+from gateway.doors.keys import Signer
 from gateway.errors import ChannelNotConfigured
 from gateway.seam.context import ChannelContext, Keys
-from gateway.security import signed
 from gateway.security.crypto import SecretBox
 from gateway.settings import Settings
 from gateway.vocabulary import ChannelName
@@ -30,7 +30,7 @@ class _Nothing:
         return refuse
 
 
-class OfflineKeys:
+class OfflineKeys(Signer):
     """Keys from GATEWAY_SECRET_KEY (checked when first used); no request links."""
 
     def __init__(self, settings: Settings) -> None:
@@ -38,15 +38,6 @@ class OfflineKeys:
 
     def subkey(self, purpose: str) -> bytes:
         return SecretBox.from_settings(self.settings).subkey(purpose)
-
-    def sign(self, purpose: str, claims: dict[str, Any], ttl_seconds: float) -> str:
-        return signed.sign(self.subkey(purpose), claims, ttl_seconds)
-
-    def verify(self, purpose: str, token: str) -> dict[str, Any]:
-        return signed.verify(self.subkey(purpose), token)
-
-    def tag(self, purpose: str, value: str) -> str:
-        return signed.tag(self.subkey(purpose), value)
 
     def link(self, rid: str, email: str | None = None) -> str | None:
         return None

@@ -1,6 +1,6 @@
 """The outbox worker: claim due jobs, run them, record the outcome with the job's end.
 
-DeliveryRow is at least once. A crash between the side effect and its record leaves the job
+Delivery is at least once. A crash between the side effect and its record leaves the job
 claimable again, so every handler is idempotent (a send checks whether it already happened).
 """
 

@@ -1,7 +1,7 @@
 """Routing: from a request to the targets that should see it.
 
 The config file's people, teams, rules and projects, and how a target reference expands;
-`gateway.plans` decides which targets a request gets.
+`gateway.policies.plans` decides which targets a request gets.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ class EscalationStep(Strict):
 
 
 class Timing(Strict):
-    """Deadlines, reminders and escalation (gateway.timers); a rule's setting wins over its
+    """Deadlines, reminders and escalation (gateway.policies.timers); a rule's setting wins over its
     team's, a team's over its project's."""
 
     expires_after: Duration | None = None

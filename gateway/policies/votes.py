@@ -1,4 +1,4 @@
-"""Answers under an approval policy: each is a vote, replayed by `gateway.policy` in the
+"""Answers under an approval policy: each is a vote, replayed by `gateway.policies.evaluator` in the
 transaction that records it, so concurrent votes see each other and only the vote that
 resolves the root decides.
 

@@ -2,11 +2,12 @@
 background tasks: never awaited at start, restarted with backoff whatever they raise, and
 always able to say what state they are in and why.
 
-A channel hands a `Session` to a `Supervisor`: a coroutine that connects, calls `link.up()`
-once the connection works, and runs until the connection ends (by returning or raising).
+A channel hands a `Session` to `ChannelContext.supervise`, which makes its `Supervisor`
+(`gateway.doors.connections`): a coroutine that connects, calls `link.up()` once the
+connection works, and runs until the connection ends (by returning or raising).
 
 With several replicas on PostgreSQL, each such connection must exist once per deployment:
-`gateway.ownership` then holds the supervisor (`hold`), and runs it only while this replica
+`gateway.runtime.ownership` then holds the supervisor (`hold`), and runs it only while this replica
 owns the connection's lock (`take_over`); the others `stand_by`.
 """
 
@@ -91,7 +92,7 @@ class Supervisor:
                 await self._task
             self._task = None
 
-    # --- ownership, when several replicas share the connection (gateway.ownership)
+    # --- ownership, when several replicas share the connection (gateway.runtime.ownership)
 
     def hold(self, replica: str) -> None:
         """Run only while `replica` (this process) owns the connection; until then, stand by."""

@@ -1,4 +1,5 @@
-"""What channels see of a request: a read-only view, no store rows, no SQL."""
+"""What channels see of a request, and what they report after posting one: frozen values the
+core builds from its rows (`Core.view`), with timestamps in UTC."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ class RequestView:
     responded_at: datetime | None = None
     route: list[dict[str, Any]] = field(default_factory=list)  # its targets, as routed
     progress: Progress | None = None  # a policy's approvals so far; None: first answer decides
-    expires_at: datetime | None = None  # when it fails closed (gateway.timers)
+    expires_at: datetime | None = None  # when it fails closed (gateway.policies.timers)
     # Write-only values the agent sent (a per-request Slack bot token); never echoed.
     secrets: dict[str, str] = field(default_factory=dict, repr=False)
 

@@ -224,7 +224,7 @@ def deliveries_and_events(conn: Connection, rid: str) -> tuple[list[DeliveryRow]
 
 
 def voted_on(conn: Connection, rids: Sequence[str], person: str) -> set[str]:
-    """Which of `rids` this voter (`gateway.votes.person_of`) has voted on: one query."""
+    """Which of `rids` this voter (`gateway.policies.votes.person_of`) has voted on: one query."""
     if not rids:
         return set()
     query = sa.select(_vote.c.rid).where(_vote.c.rid.in_(list(rids)), _vote.c.person == person)

@@ -141,7 +141,7 @@ async def dedicated_connection(
     url: str, application_name: str, settings: dict[str, str] | None = None
 ) -> Any:
     """A raw asyncpg connection of its own, outside every pool, for what lives as long as
-    its session: LISTEN, and the singletons' advisory locks (`gateway.ownership`)."""
+    its session: LISTEN, and the singletons' advisory locks (`gateway.runtime.ownership`)."""
     import asyncpg  # type: ignore[import-untyped]  # only PostgreSQL needs the raw driver
 
     dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)

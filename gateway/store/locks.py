@@ -1,4 +1,4 @@
-"""PostgreSQL advisory locks for singleton ownership (`gateway.ownership`), on the raw
+"""PostgreSQL advisory locks for singleton ownership (`gateway.runtime.ownership`), on the raw
 asyncpg connection that holds them: the lock lives as long as that session."""
 
 from __future__ import annotations

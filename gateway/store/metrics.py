@@ -1,6 +1,6 @@
 """The figures behind `GET /metrics`, counted from the database at scrape time: four
 aggregate queries on one reader connection (a full aggregate each: cost grows with history,
-see README "Metrics"). `gateway.metrics` turns them into Prometheus families."""
+see README "Metrics"). `gateway.runtime.metrics` turns them into Prometheus families."""
 
 from __future__ import annotations
 

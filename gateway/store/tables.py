@@ -75,7 +75,7 @@ class Request(SQLModel, table=True):
     wire_status_json: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
     requested_at: datetime = Field(sa_column=_ts())
     responded_at: datetime | None = Field(default=None, sa_column=_ts(nullable=True))
-    # An approval policy (gateway.policy) when the first answer does not simply decide,
+    # An approval policy (gateway.policies.evaluator) when the first answer does not simply decide,
     # and where its votes stand (rewritten with each vote, so reads need no vote query).
     policy_json: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
     progress_json: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
@@ -95,7 +95,7 @@ class RequestEvent(SQLModel, table=True):
 
 
 class Vote(SQLModel, table=True):
-    """One person's answer to a request under a policy; replayed by gateway.policy."""
+    """One person's answer to a request under a policy; replayed by gateway.policies.evaluator."""
 
     __tablename__ = "vote"
 

@@ -368,7 +368,7 @@ class FunctionCallSpec(WireModel):  # type: ignore[no-redef]
     channel: ContactChannel | None = None
     reject_options: Annotated[Options | None, AfterValidator(_unique_names)] = None
     state: JSONObject | None = None
-    # When an undecided call fails closed (rejected as expired); see gateway.timers.
+    # When an undecided call fails closed (rejected as expired); see gateway.policies.timers.
     expires_at: AwareDatetime | None = None
     origin: Origin | None = None
 

@@ -16,7 +16,7 @@ flight; the killed replica is started again (same port, new pid) before the next
 two are always up, and its restart opens the next stage, in which the next kill lands.
 
 A webhook job that the killed replica had claimed and not yet posted stays claimed until its
-lease ends (`gateway.dispatch.LEASE`, 6 s, renewed only by a live worker): another replica
+lease ends (`gateway.outbox.dispatch.LEASE`, 6 s, renewed only by a live worker): another replica
 then delivers it. The last test pins this down on its own: a webhook cut off by kill -9
 goes out from another replica within issue 15's 10 s takeover bound.
 """

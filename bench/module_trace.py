@@ -81,22 +81,32 @@ class Trace:
             self.moves.append((context, caller, module))
 
     def report(self, label: str, *, show: bool) -> None:
-        visited: set[str] = set()
-        back = 0
-        for _context, source, target in self.moves:  # in the order they were made
-            visited.add(source)
-            back += target in visited
-            visited.add(target)
         modules = {m for ms in self.entered.values() for m in ms}
+        outside = [move for move in self.moves if not _in_store(move[1]) or not _in_store(move[2])]
         print(
             f"{label}: {len(modules)} modules in {len(self.entered)} threads and tasks; "
-            f"{len(self.moves)} moves between modules, {back} of them back into a module "
-            "already visited"
+            f"{_summary(self.moves)}; outside the store: {_summary(outside)}"
         )
         if show:
             for context, source, target in self.moves:
                 print(f"    [{context}] {source} -> {target}")
             print("    modules:", ", ".join(sorted(modules)))
+
+
+def _summary(moves: list[tuple[str, str, str]]) -> str:
+    """How many moves, and how many of them go back into a module visited before."""
+    visited: set[str] = set()
+    back = 0
+    for _context, source, target in moves:  # in the order they were made
+        visited.add(source)
+        back += target in visited
+        visited.add(target)
+    return f"{len(moves)} moves between modules, {back} back into one already visited"
+
+
+def _in_store(module: str) -> bool:
+    """The store's own calls (SQL, rows, the writer), which a reader of the path skips."""
+    return module.startswith("gateway.store")
 
 
 def _caller(frame: types.FrameType) -> str | None:

@@ -20,12 +20,12 @@ from channels.registry import REGISTRY, ChannelFactory
 from gateway import __version__
 from gateway.api import channels_status, conformance, errors, extensions, health, routes
 from gateway.api.body import BodyLimit
-from gateway.cli.bootstrap import sync_config_webhooks
 from gateway.core import Core
 from gateway.doors import channel_context
 from gateway.mcp.deferred import DeferredDoor
-from gateway.outbox.dispatch import FINISH_SECONDS, Dispatcher
-from gateway.policies.routing import load_config
+from gateway.outbox.webhooks import sync_config_webhooks
+from gateway.routing import load_config
+from gateway.runtime.dispatch import FINISH_SECONDS, Dispatcher
 from gateway.runtime.logs import RequestId
 from gateway.runtime.ownership import Ownership, default_replica_id
 from gateway.runtime.supervisor import Supervisor, shutdown_step

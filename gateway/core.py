@@ -1,14 +1,17 @@
-"""The core's shared handles, built once by the composition root."""
+"""The core's shared handles, built once by the composition root, and the waiters a commit
+wakes (long-polls and live pages)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from gateway.lifecycle import Kind, Status
-from gateway.policies.routing import RoutingConfig
-from gateway.runtime.waiters import Waiters
+from gateway.routing import RoutingConfig
 from gateway.seam.channel import Channel
 from gateway.seam.views import RequestView, load_progress
 from gateway.security import signed
@@ -19,6 +22,53 @@ from gateway.store import Changes, Database
 from gateway.store.rows import ApiKeyRow, ProjectRow, RequestRow
 
 LINK_TTL_SECONDS = 14 * 24 * 3600  # an emailed request link lets its recipient decide
+
+
+# --- long-poll waiters and live pages, woken by `Core.signal` after a commit changed their
+# request: a commit in this process, a NOTIFY from another replica (PostgreSQL) or the change
+# feed (SQLite). Nobody polls the database for them.
+
+ANY = "*"  # watchers of every change: the console's live pages
+
+
+class Waiters:
+    def __init__(self) -> None:
+        self._events: defaultdict[str, set[asyncio.Event]] = defaultdict(set)
+
+    @contextmanager
+    def watch(self, rid: str) -> Iterator[asyncio.Event]:
+        """Register before re-reading the row, so a decision in between is not missed."""
+        event = asyncio.Event()
+        self._events[rid].add(event)
+        try:
+            yield event
+        finally:
+            waiting = self._events.get(rid)
+            if waiting is not None:
+                waiting.discard(event)
+                if not waiting:
+                    del self._events[rid]
+
+    def wake(self, rids: Iterable[str]) -> None:
+        """The watchers of these requests, and of ANY."""
+        for rid in rids:
+            for event in self._events.get(rid, ()):
+                event.set()
+        self.changed()
+
+    def changed(self) -> None:
+        """Something was created or decided: wake the watchers of ANY."""
+        for event in self._events.get(ANY, ()):
+            event.set()
+
+    def wake_all(self) -> None:
+        """Every waiter re-reads (after missed notifications, and at shutdown)."""
+        for events in self._events.values():
+            for event in events:
+                event.set()
+
+    def __len__(self) -> int:
+        return sum(len(events) for events in self._events.values())
 
 
 @dataclass(frozen=True)

@@ -6,13 +6,12 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query
 
-from gateway import __version__, intake
+from gateway import __version__, escalation, intake
 from gateway.answers import respond
 from gateway.api.auth import CallerDep
 from gateway.api.body import StrictJSONRoute
 from gateway.api.statuses import AUTHENTICATED, CREATE, DECIDE, HEALTH, LIST, READ_ONE
 from gateway.lifecycle import Kind, Status
-from gateway.policies import escalation
 from gateway.wire.models import (
     Escalation,
     FunctionCallIn,
@@ -94,7 +93,8 @@ async def respond_function_call(
     "/agent/function_calls/{call_id}/escalate_email", tags=["function calls"], responses=DECIDE
 )
 async def escalate_function_call(call_id: str, body: Escalation, caller: CallerDep) -> Wire:
-    return await escalation.escalate(caller.core, caller, Kind.FUNCTION_CALL, call_id, body)
+    row = await intake.find(caller.core, caller, Kind.FUNCTION_CALL, call_id)
+    return await escalation.escalate(caller.core, row, body)
 
 
 @router.get("/agent/function_calls/pending", tags=["function calls"], responses=LIST)
@@ -158,7 +158,8 @@ async def respond_human_contact(
     "/agent/human_contacts/{call_id}/escalate_email", tags=["human contacts"], responses=DECIDE
 )
 async def escalate_human_contact(call_id: str, body: Escalation, caller: CallerDep) -> Wire:
-    return await escalation.escalate(caller.core, caller, Kind.HUMAN_CONTACT, call_id, body)
+    row = await intake.find(caller.core, caller, Kind.HUMAN_CONTACT, call_id)
+    return await escalation.escalate(caller.core, row, body)
 
 
 @router.get("/agent/human_contacts/pending", tags=["human contacts"], responses=LIST)

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass
 
 from gateway.core import Core
-from gateway.errors import InvalidInput
-from gateway.outbox.webhooks import add_endpoint
 from gateway.security.crypto import hash_api_key, new_api_key
 from gateway.store import projects as project_store
 
@@ -51,27 +48,3 @@ async def first_start(core: Core) -> NewKey | None:
     if await core.db.read(project_store.count_keys):
         return None
     return await create_key(core, project=DEFAULT_PROJECT, name="first key")
-
-
-async def sync_config_webhooks(core: Core) -> None:
-    """Register the config file's webhook endpoints, with secrets from the environment."""
-    for hook in core.config.webhooks:
-        secret = os.environ.get(hook.secret_env)
-        if not secret:
-            log.error(
-                "webhook %s: environment variable %s is not set; skipped", hook.url, hook.secret_env
-            )
-            continue
-        project = await core.db.write(project_store.ensure_project, hook.project)
-        assert project.id is not None
-        try:
-            await add_endpoint(
-                core,
-                project_id=project.id,
-                url=hook.url,
-                events=hook.events,
-                source="config",
-                secret=secret,
-            )
-        except InvalidInput as error:
-            log.error("webhook %s from the config file refused: %s", hook.url, error)

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 
 from gateway.doors.offline import offline_context
 from gateway.errors import DeliveryError, InvalidInput
-from gateway.policies.routing import RoutingConfig, load_config
+from gateway.routing import RoutingConfig, load_config
 from gateway.seam import ChannelContext
 from gateway.seam.channel import Channel, Checkable
 from gateway.seam.connections import health_after

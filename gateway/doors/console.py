@@ -11,12 +11,11 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
-from gateway.core import Core
+from gateway.core import ANY, Core
 from gateway.lifecycle import Status
 from gateway.policies import evaluator, votes
-from gateway.policies.routing import Person, RoutingConfig
+from gateway.routing import Person, RoutingConfig
 from gateway.runtime.channel_states import channel_states
-from gateway.runtime.waiters import ANY
 from gateway.seam.connections import ChannelState
 from gateway.seam.console import (
     ConsolePerson,

@@ -4,14 +4,17 @@ v1beta2 envelope, delivered through the outbox."""
 from __future__ import annotations
 
 import json
+import logging
+import os
 import secrets
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 
+from gateway.core import Core
 from gateway.errors import DeliveryError, InvalidInput
 from gateway.lifecycle import Kind
 from gateway.security.crypto import new_webhook_secret, sign_webhook
@@ -23,8 +26,7 @@ from gateway.store.rows import EndpointRow, RequestRow
 from gateway.vocabulary import JobKind
 from gateway.wire.output import to_wire
 
-if TYPE_CHECKING:
-    from gateway.core import Core
+log = logging.getLogger(__name__)
 
 EVENTS = ("function_call.completed", "human_contact.completed")
 _EVENT_OF_KIND = {Kind.FUNCTION_CALL: EVENTS[0], Kind.HUMAN_CONTACT: EVENTS[1]}
@@ -163,3 +165,27 @@ async def add_endpoint(
         source=source,
     )
     return endpoint_id, secret
+
+
+async def sync_config_webhooks(core: Core) -> None:
+    """Register the config file's webhook endpoints, with secrets from the environment."""
+    for hook in core.config.webhooks:
+        secret = os.environ.get(hook.secret_env)
+        if not secret:
+            log.error(
+                "webhook %s: environment variable %s is not set; skipped", hook.url, hook.secret_env
+            )
+            continue
+        project = await core.db.write(project_store.ensure_project, hook.project)
+        assert project.id is not None
+        try:
+            await add_endpoint(
+                core,
+                project_id=project.id,
+                url=hook.url,
+                events=hook.events,
+                source="config",
+                secret=secret,
+            )
+        except InvalidInput as error:
+            log.error("webhook %s from the config file refused: %s", hook.url, error)

@@ -17,7 +17,7 @@ from typing import TypeVar
 
 from gateway.lifecycle import Kind
 from gateway.policies.evaluator import Group, Leaf, Mode, Node
-from gateway.policies.routing import (
+from gateway.routing import (
     DelayedTarget,
     EscalationStep,
     PolicyConfig,

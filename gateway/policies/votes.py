@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from gateway.policies import evaluator
-from gateway.policies.routing import RoutingConfig
+from gateway.routing import RoutingConfig
 from gateway.seam.console import PolicyNode, Standing
 from gateway.seam.views import Progress
 from gateway.store import Tx, dumps, utcnow

@@ -16,7 +16,7 @@ flight; the killed replica is started again (same port, new pid) before the next
 two are always up, and its restart opens the next stage, in which the next kill lands.
 
 A webhook job that the killed replica had claimed and not yet posted stays claimed until its
-lease ends (`gateway.outbox.dispatch.LEASE`, 6 s, renewed only by a live worker): another replica
+lease ends (`gateway.runtime.dispatch.LEASE`, 6 s, renewed only by a live worker): another replica
 then delivers it. The last test pins this down on its own: a webhook cut off by kill -9
 goes out from another replica within issue 15's 10 s takeover bound.
 """
@@ -37,7 +37,7 @@ import httpx
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from gateway.outbox.dispatch import LEASE
+from gateway.runtime.dispatch import LEASE
 from gateway.security.crypto import new_webhook_secret
 from tests.factories import request_body
 from tests.replicas.cluster import Cluster, Replica, webhook_env

@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from gateway.outbox import dispatch
+from gateway.runtime import dispatch
 from gateway.security.crypto import new_webhook_secret
 from gateway.store.tables import OutboxJob
 from gateway.store.values import as_utc

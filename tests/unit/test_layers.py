@@ -17,6 +17,33 @@ DATABASE_LIBRARIES = ("sqlalchemy", "sqlmodel", "alembic", "psycopg", "asyncpg",
 # modules of plain words under it.
 SEAM = ("gateway.seam", "gateway.errors", "gateway.vocabulary", "gateway.lifecycle")
 FRONT_DOORS = ("gateway.api", "gateway.mcp", "gateway.cli", "gateway.app", "gateway.entry")
+# The parts of the gateway from the top down (README's module map): each imports only its own
+# modules and the parts below it.
+ORDER = (
+    "__main__",
+    "entry",
+    "cli",
+    "app",
+    "mcp",
+    "api",
+    "doors",
+    "runtime",
+    "answers",
+    "intake",
+    "escalation",
+    "outbox",
+    "policies",
+    "core",
+    "routing",
+    "wire",
+    "security",
+    "store",
+    "settings",
+    "seam",
+    "lifecycle",
+    "vocabulary",
+    "errors",
+)
 
 
 def imports(path: Path) -> set[str]:
@@ -82,3 +109,23 @@ def test_nothing_below_the_front_doors_imports_them(path: Path) -> None:
     if within(module, FRONT_DOORS) or module == "gateway.__main__":
         return
     assert [m for m in imports(path) if within(m, FRONT_DOORS)] == [], named(path)
+
+
+def part(module: str) -> str:
+    """`gateway.policies.votes` -> `policies`; `gateway` itself -> its `__init__`."""
+    return module.split(".")[1] if module.count(".") else "__init__"
+
+
+def test_every_part_of_the_gateway_is_in_the_order() -> None:
+    parts = {part(named(p).removesuffix(".py").replace("/", ".")) for p in modules("gateway")}
+    assert parts - {"__init__"} == set(ORDER)
+
+
+@pytest.mark.parametrize("path", modules("gateway"), ids=named)
+def test_a_part_imports_only_the_parts_below_it(path: Path) -> None:
+    own = part(named(path).removesuffix(".py").replace("/", "."))
+    if own == "__init__":
+        return
+    above = set(ORDER[: ORDER.index(own)])
+    upward = [m for m in imports(path) if within(m, ("gateway",)) and part(m) in above]
+    assert upward == [], (named(path), upward)

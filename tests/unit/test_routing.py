@@ -10,7 +10,7 @@ import pytest
 from gateway.errors import InvalidInput
 from gateway.lifecycle import Kind
 from gateway.policies.plans import plan
-from gateway.policies.routing import RoutingConfig, load_config
+from gateway.routing import RoutingConfig, load_config
 from gateway.seam.targets import Target
 from gateway.wire.models import (
     ContactChannel,

@@ -26,7 +26,7 @@ from gateway.app import Server, build_core, create_app
 from gateway.cli import bootstrap
 from gateway.core import Caller, Core
 from gateway.lifecycle import Kind
-from gateway.outbox.dispatch import Dispatcher, Record
+from gateway.runtime.dispatch import Dispatcher, Record
 from gateway.runtime.supervisor import shutdown_step
 from gateway.store import Database, migrate
 from gateway.store import outbox as outbox_store

@@ -7,27 +7,24 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gateway.core import Caller, Core
+from gateway.core import Core
 from gateway.errors import Conflict, InvalidInput
-from gateway.intake import find
-from gateway.lifecycle import Kind, Status
+from gateway.lifecycle import Status
 from gateway.outbox import deliveries
-from gateway.policies.routing import channel_targets
+from gateway.routing import channel_targets
 from gateway.seam.people import already_decided
 from gateway.seam.targets import Target
 from gateway.store import Tx
 from gateway.store import requests as request_store
+from gateway.store.rows import RequestRow
 from gateway.vocabulary import AuditEvent, ChannelName, DeliveryStatus
 from gateway.wire.models import WRITE_ONLY, Escalation
 from gateway.wire.output import to_wire
 
 
-async def escalate(
-    core: Core, caller: Caller, kind: Kind, call_id: str, escalation: Escalation
-) -> dict[str, Any]:
+async def escalate(core: Core, row: RequestRow, escalation: Escalation) -> dict[str, Any]:
     """Send the request again by email, in its thread, with the escalation message on top;
     the merged recipients may answer too."""
-    row = await find(core, caller, kind, call_id)
     if row.status != Status.PENDING:
         raise Conflict(already_decided(row))
     if escalation.channel is not None:

@@ -20,7 +20,7 @@ from gateway.core import Core
 from gateway.errors import ChannelDown, DeliveryError
 from gateway.lifecycle import Status
 from gateway.outbox import deliveries, webhooks
-from gateway.policies import timers
+from gateway.runtime import due
 from gateway.runtime.retry import RetryPolicy
 from gateway.runtime.supervisor import connected
 from gateway.seam.channel import Remindable
@@ -289,7 +289,7 @@ class Dispatcher:
         return _nothing
 
     async def _timer(self, job: JobRow) -> Record:
-        await timers.fire(self.core, job)
+        await due.fire(self.core, job)
         return _nothing
 
     async def _remind(self, job: JobRow) -> Record:

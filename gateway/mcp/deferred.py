@@ -1,6 +1,7 @@
-"""`/mcp`, opened once the API already serves: loading the MCP SDK takes ~0.4 s, a fifth of
-the gateway's start, and the HumanLayer API must not wait for it (a function call can be
-created within 2 s of start). A request to /mcp that comes sooner waits until it is open."""
+"""`/mcp`, opened by its first request: loading the MCP SDK takes ~0.4 s of CPU, a fifth of
+the gateway's start, and neither the start nor the API's first requests pay for it (loading
+it beside them in a thread slowed both by a fifth: the import holds the interpreter). The
+request that opens the door, and any that come while it opens, wait for it."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
+from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
@@ -22,12 +24,20 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PATH = "/mcp"
+UNAVAILABLE = JSONResponse(
+    {"detail": "the MCP server is unavailable: it did not open, or the gateway is stopping"},
+    status_code=503,
+)
 
 
 class DeferredDoor:
+    """The route at /mcp: it opens the MCP door on first use and hands it every request."""
+
     def __init__(self, core: Core) -> None:
         self.core = core
         self._door: asyncio.Future[McpDoor] | None = None
+        self._serving: asyncio.Task[None] | None = None
+        self._closing: asyncio.Event | None = None
 
     def mount(self, app: FastAPI) -> None:
         # A Route, not a Mount: a Mount answers /mcp with a redirect to /mcp/.
@@ -36,16 +46,23 @@ class DeferredDoor:
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        """Open the door beside the app (enter it in the app's lifespan); its sessions end
+        """Let requests open the door (enter this in the app's lifespan); its sessions end
         when this exits."""
-        self._door = asyncio.get_running_loop().create_future()
-        closing = asyncio.Event()
-        task = asyncio.create_task(self._serve(self._door, closing), name="mcp-door")
+        self._closing = asyncio.Event()
         try:
             yield
         finally:
-            closing.set()
-            await task
+            self._closing.set()
+            if self._serving is not None:
+                await self._serving
+
+    def _open(self, closing: asyncio.Event) -> asyncio.Future[McpDoor]:
+        """The door, opening it at the first call (one load however many requests ask)."""
+        if self._door is None:
+            self._door = asyncio.get_running_loop().create_future()
+            serving = self._serve(self._door, closing)
+            self._serving = asyncio.create_task(serving, name="mcp-door")
+        return self._door
 
     async def _serve(self, opened: asyncio.Future[McpDoor], closing: asyncio.Event) -> None:
         try:
@@ -60,8 +77,18 @@ class DeferredDoor:
             await closing.wait()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        assert self._door is not None, "the app's lifespan opens the door before any request"
-        door = await asyncio.shield(self._door)
+        closing = self._closing
+        assert closing is not None, "the app's lifespan runs before any request"
+        if closing.is_set():
+            await UNAVAILABLE(scope, receive, send)
+            return
+        try:
+            door = await asyncio.shield(self._open(closing))
+        except Exception:  # logged once, where the load failed
+            door = None
+        if door is None or closing.is_set():  # the sessions' task group may be gone
+            await UNAVAILABLE(scope, receive, send)
+            return
         await door(scope, receive, send)
 
 

@@ -7,7 +7,6 @@ from collections.abc import Callable
 
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
-from slack_sdk.http_retry.builtin_async_handlers import AsyncConnectionErrorRetryHandler
 from slack_sdk.socket_mode.aiohttp import SocketModeClient
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -21,10 +20,12 @@ async def connect(
     token raises SlackApiError at once; slack_sdk would otherwise retry it forever, as it does
     an unreachable WebSocket, which is why the whole connect is bounded by `within` seconds
     (None: by the caller, as the channel's supervisor does).
+
+    No retry within an attempt: whoever calls this retries, and an unreachable Slack must say
+    so at once (slack_sdk's default retry waits 0.5-1.5 s first, which a 1 s connect bound
+    reported as "no answer").
     """
-    web_client = AsyncWebClient(
-        base_url=api_url, timeout=10, retry_handlers=[AsyncConnectionErrorRetryHandler()]
-    )
+    web_client = AsyncWebClient(base_url=api_url, timeout=10, retry_handlers=[])
     # The client starts a task and an aiohttp session as it is built: build it in the loop.
     handler = AsyncSocketModeHandler(app, app_token, web_client=web_client)
     client: SocketModeClient = handler.client

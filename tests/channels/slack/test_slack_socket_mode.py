@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -141,6 +142,28 @@ async def test_a_bot_token_cannot_open_a_socket(gateway: RunningGateway, fake: F
         await connect(app, "xoxb-test", fake.base_url)
     assert refused.value.response["error"] == "not_allowed_token_type"
     assert not fake.socket_connected
+
+
+async def test_an_unreachable_slack_fails_the_connect_at_once_without_retrying() -> None:
+    """The channel's supervisor retries and says why; a retry inside the attempt (slack_sdk's
+    default waits 0.5-1.5 s) would only make a short connect bound report "no answer"."""
+    accepted: list[int] = []
+
+    async def hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(1)
+        await reader.readline()
+        writer.close()  # before any answer: aiohttp's ServerDisconnectedError
+
+    server = await asyncio.start_server(hang_up, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    app = AsyncApp(signing_secret=SIGNING_SECRET, client=AsyncWebClient(token="xoxb-test"))
+    try:
+        with pytest.raises(aiohttp.ClientError):
+            await connect(app, APP_TOKEN, f"http://127.0.0.1:{port}/api/")
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert len(accepted) == 1
 
 
 async def test_the_fake_socket_greets_takes_acks_and_closes_on_stop() -> None:

@@ -37,6 +37,8 @@ class GatewayProcess:
         self.console_link: str | None = None
         self.output: list[str] = []
         self.started_at: float | None = None  # time.monotonic() at spawn
+        self.listening_at: float | None = None  # ... at its "listening on" line
+        self.healthy_at: float | None = None  # ... at its first /healthz 200
         self._reader: threading.Thread | None = None
 
     @property
@@ -76,6 +78,7 @@ class GatewayProcess:
             if found := CONSOLE_LINE.search(line):
                 self.console_link = found.group(1)
             if "listening on" in line:
+                self.listening_at = time.monotonic()
                 ready.set()
 
     def _wait_healthy(self, timeout: float) -> None:
@@ -86,6 +89,7 @@ class GatewayProcess:
                 raise RuntimeError("gateway exited:\n" + "".join(self.output))
             try:
                 if httpx.get(f"{self.base_url}/healthz", timeout=1).status_code == 200:
+                    self.healthy_at = time.monotonic()
                     return
             except httpx.TransportError:
                 pass

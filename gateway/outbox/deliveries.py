@@ -19,7 +19,7 @@ from gateway.store import Tx
 from gateway.store import outbox as outbox_store
 from gateway.store import requests as request_store
 from gateway.store import votes as vote_store
-from gateway.store.rows import RequestRow
+from gateway.store.rows import DeliveryRow, RequestRow
 from gateway.vocabulary import AuditEvent, ChannelName, DeliveryStatus, JobKind
 
 # The gateway serves these itself (the console reads the store): nothing to send or edit.
@@ -115,16 +115,15 @@ def queue(tx: Tx, rid: str, project_id: int, target: Target, run_at: datetime | 
 
 def update_copies(tx: Tx, row: RequestRow) -> None:
     """Every post sent so far shows the request as it now stands."""
-    for delivery in request_store.list_deliveries(tx, [row.rid]):
-        if delivery.status == DeliveryStatus.SENT and delivery.channel not in SERVED_BY_GATEWAY:
-            outbox_store.enqueue(
-                tx,
-                JobKind.UPDATE,
-                {"delivery_id": delivery.id},
-                rid=row.rid,
-                project_id=row.project_id,
-                max_attempts=UPDATE_ATTEMPTS,
-            )
+    for post in _posts(tx, row.rid):
+        outbox_store.enqueue(
+            tx,
+            JobKind.UPDATE,
+            {"delivery_id": post.id},
+            rid=row.rid,
+            project_id=row.project_id,
+            max_attempts=UPDATE_ATTEMPTS,
+        )
 
 
 def queue_reminders(tx: Tx, rid: str, number: int) -> None:
@@ -132,16 +131,24 @@ def queue_reminders(tx: Tx, rid: str, number: int) -> None:
     current = request_store.get_by_rid(tx, rid)
     if current is None or current.status != Status.PENDING:
         return
-    for delivery in request_store.list_deliveries(tx, [rid]):
-        if delivery.status == DeliveryStatus.SENT and delivery.channel not in SERVED_BY_GATEWAY:
-            outbox_store.enqueue(
-                tx,
-                JobKind.REMIND,
-                {"delivery_id": delivery.id, "number": number},
-                rid=rid,
-                project_id=current.project_id,
-                max_attempts=REMIND_ATTEMPTS,
-            )
+    for post in _posts(tx, rid):
+        outbox_store.enqueue(
+            tx,
+            JobKind.REMIND,
+            {"delivery_id": post.id, "number": number},
+            rid=rid,
+            project_id=current.project_id,
+            max_attempts=REMIND_ATTEMPTS,
+        )
+
+
+def _posts(tx: Tx, rid: str) -> list[DeliveryRow]:
+    """The deliveries a channel sent a post for (the console's page is no post)."""
+    return [
+        delivery
+        for delivery in request_store.list_deliveries(tx, [rid])
+        if delivery.status == DeliveryStatus.SENT and delivery.channel not in SERVED_BY_GATEWAY
+    ]
 
 
 def waiting_on(tx: Tx, rid: str, target: Target) -> list[str]:

@@ -8,8 +8,19 @@ from gateway.seam.channel import Channel, Connected
 from gateway.seam.connections import ChannelState, Connection, State
 
 
+def connection_of(channel: Channel | None) -> Connection | None:
+    """The channel's supervised platform connection, if it keeps one."""
+    return channel.connection if isinstance(channel, Connected) else None
+
+
+def connected(channel: Channel | None) -> bool:
+    """Whether a channel's supervised connection is up (a channel without one: False)."""
+    connection = connection_of(channel)
+    return connection is not None and connection.health.state is State.CONNECTED
+
+
 def channel_state(name: str, channel: Channel) -> ChannelState:
-    supervisor = channel.connection if isinstance(channel, Connected) else None
+    supervisor = connection_of(channel)
     if supervisor is None:
         return ChannelState(name, channel.missing_settings(), connection=None, since=None)
     health = supervisor.health

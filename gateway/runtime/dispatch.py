@@ -21,8 +21,8 @@ from gateway.errors import ChannelDown, DeliveryError
 from gateway.lifecycle import Status
 from gateway.outbox import deliveries, webhooks
 from gateway.runtime import due
+from gateway.runtime.channel_states import connected
 from gateway.runtime.retry import RetryPolicy
-from gateway.runtime.supervisor import connected
 from gateway.seam.channel import Remindable
 from gateway.seam.targets import Target
 from gateway.store import Tx, utcnow

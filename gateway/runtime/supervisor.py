@@ -197,12 +197,6 @@ def _log_failure(task: asyncio.Task[None]) -> None:
         log.error("after connecting: %s", explain(task.exception()))  # type: ignore[arg-type]
 
 
-def connected(channel: object) -> bool:
-    """Whether a channel's supervised connection is up (a channel without one: False)."""
-    supervisor = getattr(channel, "connection", None)
-    return isinstance(supervisor, Supervisor) and supervisor.health.state is State.CONNECTED
-
-
 async def shutdown_step(what: str, step: Awaitable[None], seconds: float) -> None:
     """A step of the shutdown: if it fails or hangs, the next ones run all the same (the
     process must be gone within 10 s of SIGTERM)."""

@@ -34,7 +34,6 @@ from gateway.seam.views import RequestView
 from gateway.store import console as console_store
 from gateway.store import projects as project_store
 from gateway.store import requests as request_store
-from gateway.store import votes as vote_store
 from gateway.store.rows import JobRow, RequestRow
 from gateway.store.values import utcnow
 from gateway.vocabulary import ChannelName
@@ -119,10 +118,9 @@ class ConsoleDoor:
     async def standing(self, rid: str) -> Standing | None:
         """Votes replayed against the policy as it is now (escalation may have widened it
         since the last vote), with each node active or not at this moment."""
-        row = await self.db.read(request_store.get_by_rid, rid)
+        row, rows = await self.db.read(console_store.with_votes, rid)
         if row is None or row.policy_json is None:
             return None
-        rows = await self.db.read(vote_store.list_for, row.rid)
         replayed = [votes.replayed(row, vote) for vote in rows]
         tree = evaluator.from_dict(json.loads(row.policy_json))
         verdict = evaluator.evaluate(tree, replayed, now=votes.seconds_since(row, utcnow()))

@@ -14,7 +14,8 @@ from gateway.seam.console import Filters, LiveSession, LoginUse
 from gateway.store import outbox as outbox_store
 from gateway.store import requests as request_store
 from gateway.store import tables
-from gateway.store.rows import DeliveryRow, EventRow, JobRow, RequestRow
+from gateway.store import votes as vote_store
+from gateway.store.rows import DeliveryRow, EventRow, JobRow, RequestRow, VoteRow
 from gateway.store.values import dumps, utcnow
 from gateway.vocabulary import DeliveryStatus, JobKind, JobStatus
 
@@ -221,6 +222,14 @@ def project_ids(conn: Connection, names: Sequence[str]) -> list[int]:
 
 def deliveries_and_events(conn: Connection, rid: str) -> tuple[list[DeliveryRow], list[EventRow]]:
     return request_store.list_deliveries(conn, [rid]), request_store.list_events(conn, rid)
+
+
+def with_votes(conn: Connection, rid: str) -> tuple[RequestRow | None, list[VoteRow]]:
+    """A request and, under an approval policy, its votes (none without one)."""
+    row = request_store.get_by_rid(conn, rid)
+    if row is None or row.policy_json is None:
+        return row, []
+    return row, vote_store.list_for(conn, rid)
 
 
 def voted_on(conn: Connection, rids: Sequence[str], person: str) -> set[str]:

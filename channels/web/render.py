@@ -105,7 +105,7 @@ def summary(request: RequestView) -> dict[str, Any]:
         "run_id": request.run_id,
         "channels": channels_of(request),
         "age": age(request.requested_at),
-        "requested_at": request.requested_at.isoformat(timespec="seconds"),
+        "requested_at": policies.iso(request.requested_at),
         "status": request.status,
         "decided_by": info.get("name") or info.get("email") or info.get("user_id"),
         "decided_on": info.get("channel"),
@@ -123,10 +123,7 @@ def detail(
     """Everything on a request's page; under a policy, where it stands, and while pending,
     its deadline and next timer."""
     spec = request.spec
-    timeline = [
-        {"type": e.type, "at": e.at.isoformat(timespec="seconds"), "detail": e.detail_json}
-        for e in events
-    ]
+    timeline = [{"type": e.type, "at": policies.iso(e.at), "detail": e.detail_json} for e in events]
     pending = request.status == Status.PENDING
     expires_at = request.expires_at if pending else None
     return summary(request) | {
@@ -143,9 +140,7 @@ def detail(
         "comment": request.comment,
         "option_name": request.option_name,
         "response": request.response,
-        "responded_at": request.responded_at.isoformat(timespec="seconds")
-        if request.responded_at
-        else None,
+        "responded_at": policies.iso(request.responded_at) if request.responded_at else None,
         "deliveries": [
             {"id": d.id, "channel": d.channel, "status": d.status, "error": d.error}
             for d in deliveries

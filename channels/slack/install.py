@@ -64,13 +64,15 @@ class InstallationRecords(AsyncInstallationStore):
         is_enterprise_install: bool | None = False,
     ) -> Installation | None:
         key = workspace(enterprise_id, team_id, bool(is_enterprise_install))
-        stored = await self.records.get(INSTALLATION, key)
-        if stored is None:
-            return None
-        installation = Installation(**json.loads(stored))
-        if user_id is not None and installation.user_id != user_id:
+        installation = await self.by_key(key)
+        if installation is not None and user_id is not None and installation.user_id != user_id:
             return None  # only the installer's own is kept; the gateway needs the bot's
         return installation
+
+    async def by_key(self, key: str) -> Installation | None:
+        """The installation kept under a `workspace` key."""
+        stored = await self.records.get(INSTALLATION, key)
+        return None if stored is None else Installation(**json.loads(stored))
 
     async def async_find_bot(
         self,
@@ -148,5 +150,5 @@ class Installations:
         keys = await self.records.keys(INSTALLATION, limit=2)
         if len(keys) != 1:
             return None  # none installed, or several: the request must name its team_id
-        stored = await self.records.get(INSTALLATION, keys[0])
-        return None if stored is None else json.loads(stored).get("bot_token")
+        installation = await self.store.by_key(keys[0])
+        return None if installation is None else installation.bot_token

@@ -138,8 +138,8 @@ async def submit(core: Core, row: RequestRow, decision: Decision) -> RequestRow:
         if not counted.fresh or counted.verdict is None:  # a repeated click, a copied email
             return current, True
         verdict, rows = counted.verdict, counted.votes
-        shown = votes.progress(verdict, rows, json.loads(current.route_json))
-        progress_json = votes.save_progress(conn, row.rid, shown)
+        route = json.loads(current.route_json)
+        progress_json = votes.save_progress(conn, row.rid, verdict, rows, route)
         if verdict.decisive is None:
             detail = {"by": decision.user_info, "approve": approve}
             request_store.add_event(conn, row.rid, AuditEvent.VOTED, detail)

@@ -145,14 +145,11 @@ def decisive_row(verdict: evaluator.Verdict, rows: list[VoteRow]) -> VoteRow:
     return next(v for v in rows if v.person == decisive.person and v.approve == decisive.approve)
 
 
-def progress(
-    verdict: evaluator.Verdict, rows: list[VoteRow], route: list[dict[str, Any]]
-) -> Progress:
-    """Where the request stands, for every copy and the console."""
+def progress(verdict: evaluator.Verdict, rows: list[VoteRow]) -> Progress:
+    """Where the request stands, as every copy shows it."""
     approvals, needed = evaluator.summary(verdict.progress)
     infos = _first_infos(rows)
-    approvers = tuple(infos[p] for p in verdict.progress.approved_by)
-    return Progress(approvals, needed, approvers, _tree(verdict.progress, route, infos))
+    return Progress(approvals, needed, tuple(infos[p] for p in verdict.progress.approved_by))
 
 
 def _first_infos(rows: list[VoteRow]) -> dict[str, dict[str, Any]]:
@@ -171,7 +168,7 @@ def standing(
     route = json.loads(row.route_json)
     infos = _first_infos(rows)
     shown = _node(tree, verdict.progress, route, infos, row.requested_at, 0.0)
-    return Standing(progress(verdict, rows, route), shown)
+    return Standing(progress(verdict, rows), shown)
 
 
 def _node(
@@ -221,12 +218,17 @@ def _tree(
     return shown | {"mode": str(node.mode), "children": children}
 
 
-def save_progress(conn: Tx, rid: str, shown: Progress) -> str:
+def save_progress(
+    conn: Tx, rid: str, verdict: evaluator.Verdict, rows: list[VoteRow], route: list[dict[str, Any]]
+) -> str:
+    """Store where the request stands: what every copy shows and, for the API's
+    `policy_progress`, the policy with each node's progress."""
+    shown = progress(verdict, rows)
     stored = {
         "approvals": shown.approvals,
         "needed": shown.needed,
         "approvers": list(shown.approvers),
-        "tree": shown.tree,
+        "tree": _tree(verdict.progress, route, _first_infos(rows)),
     }
     progress_json = dumps(stored)
     request_store.set_progress(conn, rid, progress_json)

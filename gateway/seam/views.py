@@ -54,7 +54,6 @@ class Progress:
     approvals: int
     needed: int
     approvers: tuple[dict[str, Any], ...] = ()  # the user_info of each counted approver
-    tree: dict[str, Any] | None = None  # the policy with each node's progress (the console)
 
 
 @dataclass(frozen=True)
@@ -75,6 +74,4 @@ def load_progress(progress_json: str | None) -> Progress | None:
     if not progress_json:
         return None
     stored = json.loads(progress_json)
-    return Progress(
-        stored["approvals"], stored["needed"], tuple(stored["approvers"]), stored["tree"]
-    )
+    return Progress(stored["approvals"], stored["needed"], tuple(stored["approvers"]))

@@ -25,6 +25,12 @@ class NotAllowed(GatewayError):
     status_code = 403
 
 
+class OutOfScope(GatewayError):
+    """The API key is valid, but its scope does not cover this operation."""
+
+    status_code = 403
+
+
 class InvalidInput(GatewayError):
     """Input that passed the schema but breaks a rule (unknown team, bad option name)."""
 

@@ -84,6 +84,18 @@ class ChannelName(StrEnum):
     WHATSAPP = "whatsapp"
 
 
+class KeyScope(StrEnum):
+    """`api_key.scope`: what an API key may do; each scope can do what the ones before it can."""
+
+    AGENT = "agent"  # create, read, wait, list, MCP: all an agent needs, and never a decision
+    RESPONDER = "responder"  # also respond: a front end deciding on a person's behalf
+    ADMIN = "admin"  # also escalate, and the /gateway/v1 management routes
+
+    def allows(self, needed: KeyScope) -> bool:
+        order = list(KeyScope)
+        return order.index(self) >= order.index(needed)
+
+
 class AnsweredIn(StrEnum):
     """`user_info["channel"]` of a decision: where the person answered. The channels that
     take answers, plus the API and the CLI, which are no place to route a request to (so

@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from gateway.app import create_app
+from gateway.vocabulary import KeyScope
 from tests.services.inprocess import RunningGateway
 
 API = "/humanlayer/v1"
@@ -103,7 +104,7 @@ async def post_ok(client: httpx.AsyncClient, path: str, body: dict[str, Any]) ->
 
 @pytest.fixture
 async def projects(gateway: RunningGateway) -> AsyncIterator[Projects]:
-    b_key = await gateway.new_key("project-b")
+    b_key = await gateway.new_key("project-b", scope=KeyScope.ADMIN)
     assert b_key != gateway.api_key
     root = gateway.base_url
     a_headers = {"Authorization": f"Bearer {gateway.api_key}"}

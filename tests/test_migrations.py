@@ -21,6 +21,7 @@ from gateway.doors.records import RecordsDoor
 from gateway.seam import ChannelName
 from gateway.store import Database
 from gateway.store import outbox as outbox_store
+from gateway.store import projects as project_store
 from gateway.store import requests as request_store
 from gateway.store.engine import make_engine
 from gateway.store.migrate import alembic_config
@@ -159,3 +160,36 @@ def test_0012_carries_over_the_workspaces_slack_sdk_installed(empty_url: str) ->
             await db.aclose()
 
     assert asyncio.run(found()) == ("xoxb-reinstalled", "xoxb-reinstalled")
+
+
+def test_0013_keeps_what_existing_keys_could_do(
+    empty_url: str,
+) -> None:
+    """A key made before scopes could respond, escalate and read /gateway/v1: it becomes an
+    admin key. Keys made after keep the scope they were made with (`gateway keys create`
+    makes agent keys unless told otherwise: tests/test_sdk_compat.py uses the first one)."""
+    migrate_to(empty_url, "0012")
+    run(empty_url, "INSERT INTO project (id, name, created_at) VALUES (1, 'default', :at)", at=AT)
+    run(
+        empty_url,
+        "INSERT INTO api_key (project_id, name, key_hash, prefix, created_at)"
+        " VALUES (1, 'old', 'h-old', 'hlgw_old', :at)",
+        at=AT,
+    )
+    migrate_to(empty_url, "head")
+    engine = make_engine(empty_url, for_migrations=True)
+    try:
+        with engine.begin() as conn:
+            project_store.insert_key(
+                conn,
+                project_id=1,
+                name="new",
+                key_hash="h-new",
+                prefix="hlgw_new",
+                target=None,
+                scope="agent",
+            )
+            keys = {key.name: (key.scope, key.person) for key, _ in project_store.list_keys(conn)}
+    finally:
+        engine.dispose()
+    assert keys == {"old": ("admin", None), "new": ("agent", None)}

@@ -1,4 +1,5 @@
-"""The published humanlayer 0.7.9 SDK, unchanged, against a live `gateway serve`."""
+"""The published humanlayer 0.7.9 SDK, unchanged, against a live `gateway serve`: the agent
+holds the key first start printed (an agent key), and whoever answers holds a responder key."""
 
 from __future__ import annotations
 
@@ -33,19 +34,27 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
         server.stop()
 
 
+@pytest.fixture(scope="module")
+def responder_key(live: GatewayProcess) -> str:
+    return live.new_key("responder", "--name", "answering front end")
+
+
 def fast_sleep(_seconds: int) -> None:
     time.sleep(0.02)  # the SDK polls every 3 s; the test only needs it to poll again
 
 
-def sdk(live: GatewayProcess, **kwargs: Any) -> HumanLayer:
-    return HumanLayer(api_key=live.api_key, api_base_url=live.api_base, sleep=fast_sleep, **kwargs)
+def sdk(live: GatewayProcess, key: str | None = None, **kwargs: Any) -> HumanLayer:
+    api_key = key or live.api_key
+    return HumanLayer(api_key=api_key, api_base_url=live.api_base, sleep=fast_sleep, **kwargs)
 
 
-def answer_when_pending(live: GatewayProcess, kind: str, body: dict[str, Any]) -> threading.Thread:
-    """A person answering from another thread while the SDK polls."""
+def answer_when_pending(
+    live: GatewayProcess, key: str, kind: str, body: dict[str, Any]
+) -> threading.Thread:
+    """A person answering from another thread, through a responder key, while the SDK polls."""
 
     def respond() -> None:
-        headers = {"Authorization": f"Bearer {live.api_key}"}
+        headers = {"Authorization": f"Bearer {key}"}
         with httpx.Client(base_url=live.api_base, headers=headers, timeout=10) as client:
             deadline = time.monotonic() + 20
             while time.monotonic() < deadline:
@@ -61,7 +70,7 @@ def answer_when_pending(live: GatewayProcess, kind: str, body: dict[str, Any]) -
     return thread
 
 
-def test_function_call_round_trip(live: GatewayProcess) -> None:
+def test_function_call_round_trip(live: GatewayProcess, responder_key: str) -> None:
     hl = sdk(live, run_id="compat-run")
     spec = FunctionCallSpec(fn="send_email", kwargs={"to": "a@b.c"}, state={"thread": [1, 2]})
     created = hl.create_function_call(spec, call_id="compat-fc-1")
@@ -70,7 +79,8 @@ def test_function_call_round_trip(live: GatewayProcess) -> None:
     pending = hl.get_function_call("compat-fc-1")
     assert pending.status is not None and pending.status.approved is None
 
-    hl.respond_to_function_call("compat-fc-1", FunctionCallStatus(approved=True, comment="ok"))
+    person = sdk(live, responder_key)
+    person.respond_to_function_call("compat-fc-1", FunctionCallStatus(approved=True, comment="ok"))
     done = hl.get_function_call("compat-fc-1")
     assert done.status is not None and done.status.approved is True
     assert done.status.comment == "ok" and done.status.responded_at is not None
@@ -84,12 +94,21 @@ def test_function_call_round_trip(live: GatewayProcess) -> None:
     assert raw["status"]["user_info"]["name"]
 
 
-def test_double_respond_is_409(live: GatewayProcess) -> None:
-    hl = sdk(live)
-    hl.create_function_call(FunctionCallSpec(fn="drop_db", kwargs={}), call_id="compat-409")
-    hl.respond_to_function_call("compat-409", FunctionCallStatus(approved=False, comment="no"))
+def test_the_agents_own_key_cannot_respond_through_the_sdk(live: GatewayProcess) -> None:
+    agent = sdk(live)
+    agent.create_function_call(FunctionCallSpec(fn="drop_db", kwargs={}), call_id="compat-self")
+    with pytest.raises(HumanLayerException, match="403") as raised:
+        agent.respond_to_function_call("compat-self", FunctionCallStatus(approved=True))
+    assert "'responder'" in str(raised.value)
+    assert agent.get_function_call("compat-self").status.approved is None  # type: ignore[union-attr]
+
+
+def test_double_respond_is_409(live: GatewayProcess, responder_key: str) -> None:
+    sdk(live).create_function_call(FunctionCallSpec(fn="drop_db", kwargs={}), call_id="compat-409")
+    person = sdk(live, responder_key)
+    person.respond_to_function_call("compat-409", FunctionCallStatus(approved=False, comment="no"))
     with pytest.raises(HumanLayerException, match="409") as raised:
-        hl.respond_to_function_call("compat-409", FunctionCallStatus(approved=True))
+        person.respond_to_function_call("compat-409", FunctionCallStatus(approved=True))
     assert "already rejected" in str(raised.value)
 
 
@@ -103,20 +122,20 @@ def decorated(hl: HumanLayer, calls: list[dict[str, Any]]) -> Callable[..., Any]
     return send_email
 
 
-def test_require_approval_runs_on_approval(live: GatewayProcess) -> None:
+def test_require_approval_runs_on_approval(live: GatewayProcess, responder_key: str) -> None:
     calls: list[dict[str, Any]] = []
     send_email = decorated(sdk(live), calls)
-    responder = answer_when_pending(live, "function_calls", {"approved": True})
+    responder = answer_when_pending(live, responder_key, "function_calls", {"approved": True})
     assert send_email(to="ceo@corp.com", body="hi") == "sent to ceo@corp.com"
     responder.join(5)
     assert calls == [{"to": "ceo@corp.com", "body": "hi"}]
 
 
-def test_require_approval_reports_rejection(live: GatewayProcess) -> None:
+def test_require_approval_reports_rejection(live: GatewayProcess, responder_key: str) -> None:
     calls: list[dict[str, Any]] = []
     send_email = decorated(sdk(live), calls)
     responder = answer_when_pending(
-        live, "function_calls", {"approved": False, "comment": "not to the CEO"}
+        live, responder_key, "function_calls", {"approved": False, "comment": "not to the CEO"}
     )
     result = send_email(to="ceo@corp.com", body="hi")
     responder.join(5)
@@ -124,15 +143,17 @@ def test_require_approval_reports_rejection(live: GatewayProcess) -> None:
     assert calls == []
 
 
-def test_rejection_without_comment_still_satisfies_the_sdk(live: GatewayProcess) -> None:
+def test_rejection_without_comment_still_satisfies_the_sdk(
+    live: GatewayProcess, responder_key: str
+) -> None:
     send_email = decorated(sdk(live), [])
-    responder = answer_when_pending(live, "function_calls", {"approved": False})
+    responder = answer_when_pending(live, responder_key, "function_calls", {"approved": False})
     result = send_email(to="x@y.z", body="b")
     responder.join(5)
     assert result.startswith("User denied send_email with message: Rejected in the API by ")
 
 
-def test_human_contact_round_trip(live: GatewayProcess) -> None:
+def test_human_contact_round_trip(live: GatewayProcess, responder_key: str) -> None:
     hl = sdk(live, run_id="compat-hc")
     spec = HumanContactSpec(
         msg="Which region?",
@@ -141,17 +162,18 @@ def test_human_contact_round_trip(live: GatewayProcess) -> None:
     )
     hl.create_human_contact(spec, call_id="compat-hc-1")
     assert hl.get_human_contact("compat-hc-1").status.response is None  # type: ignore[union-attr]
-    hl.respond_to_human_contact("compat-hc-1", HumanContactStatus(response="eu-west-1"))
+    person = sdk(live, responder_key)
+    person.respond_to_human_contact("compat-hc-1", HumanContactStatus(response="eu-west-1"))
     done = hl.get_human_contact("compat-hc-1")
     assert done.status is not None and done.status.response == "eu-west-1"
     assert done.spec.state == {"step": 3}
     with pytest.raises(HumanLayerException, match="409"):
-        hl.respond_to_human_contact("compat-hc-1", HumanContactStatus(response="again"))
+        person.respond_to_human_contact("compat-hc-1", HumanContactStatus(response="again"))
 
 
-def test_human_as_tool_returns_the_answer(live: GatewayProcess) -> None:
+def test_human_as_tool_returns_the_answer(live: GatewayProcess, responder_key: str) -> None:
     ask = sdk(live).human_as_tool()
-    responder = answer_when_pending(live, "human_contacts", {"response": "ship it"})
+    responder = answer_when_pending(live, responder_key, "human_contacts", {"response": "ship it"})
     assert ask("May I deploy?") == "ship it"
     responder.join(5)
 

@@ -8,9 +8,10 @@ from fastapi import Depends, Request, Security
 from fastapi.security import HTTPBearer
 
 from gateway.core import Caller, Core
-from gateway.errors import Unauthorized
+from gateway.errors import OutOfScope, Unauthorized
 from gateway.security.crypto import hash_api_key
 from gateway.store import projects as project_store
+from gateway.vocabulary import KeyScope
 
 
 async def get_core(request: Request) -> Core:  # async: FastAPI runs sync deps in threads
@@ -55,3 +56,26 @@ api_key = ApiKeyAuth(
 )
 CoreDep = Annotated[Core, Depends(get_core)]
 CallerDep = Annotated[Caller, Security(api_key)]
+
+
+def require(caller: Caller, needed: KeyScope) -> Caller:
+    """The caller, if its key's scope covers `needed`; else 403 naming the scope needed."""
+    scope = KeyScope(caller.key.scope)
+    if not scope.allows(needed):
+        raise OutOfScope(
+            f"this API key has the {scope.value!r} scope; this needs a {needed.value!r} key "
+            f"(gateway keys create --scope {needed.value})"
+        )
+    return caller
+
+
+async def responder(caller: CallerDep) -> Caller:
+    return require(caller, KeyScope.RESPONDER)
+
+
+async def admin(caller: CallerDep) -> Caller:
+    return require(caller, KeyScope.ADMIN)
+
+
+ResponderDep = Annotated[Caller, Depends(responder)]
+AdminDep = Annotated[Caller, Depends(admin)]

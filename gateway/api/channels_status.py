@@ -6,15 +6,15 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from gateway.api.auth import CallerDep, CoreDep
-from gateway.api.statuses import AUTHENTICATED
+from gateway.api.auth import AdminDep, CoreDep
+from gateway.api.statuses import MANAGE
 from gateway.runtime.channel_states import channel_states
 
 router = APIRouter()
 
 
-@router.get("/channels", tags=["health"], responses=AUTHENTICATED)
-async def channels(core: CoreDep, _caller: CallerDep) -> dict[str, Any]:
+@router.get("/channels", tags=["health"], responses=MANAGE)
+async def channels(core: CoreDep, _caller: AdminDep) -> dict[str, Any]:
     """Whether each channel is configured and, for a platform connection, its state and why
     (`connecting`, `connected`, `retrying: <reason>`, `failed: <reason>`)."""
     return {"channels": [state.to_dict() for state in channel_states(core.channels)]}

@@ -1,4 +1,5 @@
-"""Gateway extensions beyond HumanLayer's API: audit trail and outbox jobs."""
+"""Gateway extensions beyond HumanLayer's API: audit trail, outbox jobs and API keys, for
+admin keys only (an agent's key reads its requests through the HumanLayer routes)."""
 
 from __future__ import annotations
 
@@ -7,15 +8,15 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 
-from gateway.api.auth import CallerDep, CoreDep
-from gateway.api.statuses import LIST
+from gateway.api.auth import AdminDep, CoreDep
+from gateway.api.statuses import MANAGE, MANAGE_LIST, MANAGE_ONE
 from gateway.errors import NotFound
-from gateway.seam.routes import responses
 from gateway.store import outbox as outbox_store
+from gateway.store import projects as project_store
 from gateway.store import requests as request_store
 from gateway.vocabulary import JobStatus
 from gateway.wire.models import is_call_id
-from gateway.wire.output import iso
+from gateway.wire.output import iso, public_target
 
 router = APIRouter()
 # The query parameter keeps its inline enum in the OpenAPI document (a StrEnum would become
@@ -23,8 +24,8 @@ router = APIRouter()
 JobStatusParam = Literal["pending", "running", "done", "dead"]
 
 
-@router.get("/calls/{call_id}/events", tags=["audit"], responses=responses(401, 404, 503))
-async def call_events(call_id: str, core: CoreDep, caller: CallerDep) -> dict[str, Any]:
+@router.get("/calls/{call_id}/events", tags=["audit"], responses=MANAGE_ONE)
+async def call_events(call_id: str, core: CoreDep, caller: AdminDep) -> dict[str, Any]:
     """The audit trail and deliveries of one request (function call or human contact)."""
     found = None
     if is_call_id(call_id):
@@ -42,7 +43,7 @@ async def call_events(call_id: str, core: CoreDep, caller: CallerDep) -> dict[st
                 "id": d.id,
                 "channel": d.channel,
                 "status": d.status,
-                "target": json.loads(d.target_json),
+                "target": public_target(json.loads(d.target_json)),
                 "error": d.error,
                 "updated_at": iso(d.updated_at),
             }
@@ -51,10 +52,10 @@ async def call_events(call_id: str, core: CoreDep, caller: CallerDep) -> dict[st
     }
 
 
-@router.get("/jobs", tags=["outbox"], responses=LIST)
+@router.get("/jobs", tags=["outbox"], responses=MANAGE_LIST)
 async def jobs(
     core: CoreDep,
-    caller: CallerDep,
+    caller: AdminDep,
     status: JobStatusParam | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> dict[str, Any]:
@@ -77,5 +78,27 @@ async def jobs(
                 "last_error": job.last_error,
             }
             for job in rows
+        ]
+    }
+
+
+@router.get("/keys", tags=["keys"], responses=MANAGE)
+async def keys(core: CoreDep, caller: AdminDep) -> dict[str, Any]:
+    """This project's API keys: what each may do (`scope`) and who it votes as (`person`);
+    never the key itself, which is shown once, when made."""
+    rows = await core.db.read(project_store.list_keys, caller.project_id)
+    return {
+        "items": [
+            {
+                "id": key.id,
+                "prefix": key.prefix,
+                "name": key.name,
+                "scope": key.scope,
+                "person": key.person,
+                "target": key.target,
+                "created_at": iso(key.created_at),
+                "revoked_at": iso(key.revoked_at),
+            }
+            for key, _project in rows
         ]
     }

@@ -8,9 +8,9 @@ from fastapi import APIRouter, Header, Query
 
 from gateway import __version__, escalation, intake
 from gateway.answers import respond
-from gateway.api.auth import CallerDep
+from gateway.api.auth import AdminDep, CallerDep, ResponderDep
 from gateway.api.body import StrictJSONRoute
-from gateway.api.statuses import AUTHENTICATED, CREATE, DECIDE, HEALTH, LIST, READ_ONE
+from gateway.api.statuses import AUTHENTICATED, CREATE, DECIDE, ESCALATE, HEALTH, LIST, READ_ONE
 from gateway.lifecycle import Kind, Status
 from gateway.wire.models import (
     Escalation,
@@ -81,7 +81,7 @@ async def get_function_call(call_id: str, caller: CallerDep, wait: Wait = None) 
 async def respond_function_call(
     call_id: str,
     body: FunctionCallStatusIn,
-    caller: CallerDep,
+    caller: ResponderDep,
     idempotency_key: IdempotencyKey = None,
 ) -> Wire:
     return await respond.respond(
@@ -90,9 +90,9 @@ async def respond_function_call(
 
 
 @router.post(
-    "/agent/function_calls/{call_id}/escalate_email", tags=["function calls"], responses=DECIDE
+    "/agent/function_calls/{call_id}/escalate_email", tags=["function calls"], responses=ESCALATE
 )
-async def escalate_function_call(call_id: str, body: Escalation, caller: CallerDep) -> Wire:
+async def escalate_function_call(call_id: str, body: Escalation, caller: AdminDep) -> Wire:
     row = await intake.find(caller.core, caller, Kind.FUNCTION_CALL, call_id)
     return await escalation.escalate(caller.core, row, body)
 
@@ -146,7 +146,7 @@ async def get_human_contact(call_id: str, caller: CallerDep, wait: Wait = None) 
 async def respond_human_contact(
     call_id: str,
     body: HumanContactStatusIn,
-    caller: CallerDep,
+    caller: ResponderDep,
     idempotency_key: IdempotencyKey = None,
 ) -> Wire:
     return await respond.respond(
@@ -155,9 +155,9 @@ async def respond_human_contact(
 
 
 @router.post(
-    "/agent/human_contacts/{call_id}/escalate_email", tags=["human contacts"], responses=DECIDE
+    "/agent/human_contacts/{call_id}/escalate_email", tags=["human contacts"], responses=ESCALATE
 )
-async def escalate_human_contact(call_id: str, body: Escalation, caller: CallerDep) -> Wire:
+async def escalate_human_contact(call_id: str, body: Escalation, caller: AdminDep) -> Wire:
     row = await intake.find(caller.core, caller, Kind.HUMAN_CONTACT, call_id)
     return await escalation.escalate(caller.core, row, body)
 

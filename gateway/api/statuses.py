@@ -13,6 +13,12 @@ BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 CREATE = responses(401, 409, 413, 422, 503)
 READ_ONE = responses(401, 404, 422, 503)
 LIST = responses(401, 422, 503)
-DECIDE = responses(401, 404, 409, 413, 422, 503)
+# 403: the key's scope does not cover it, or (respond) the answer counts for nobody.
+DECIDE = responses(401, 403, 404, 409, 413, 422, 503)
+ESCALATE = DECIDE
+# The /gateway/v1 routes, for admin keys only (403 for any other).
+MANAGE = responses(401, 403, 503)
+MANAGE_ONE = responses(401, 403, 404, 503)
+MANAGE_LIST = responses(401, 403, 422, 503)
 AUTHENTICATED = responses(401, 503)
 HEALTH = responses(503)

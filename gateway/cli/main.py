@@ -34,7 +34,7 @@ from gateway.store import outbox as outbox_store
 from gateway.store import projects as project_store
 from gateway.store import requests as request_store
 from gateway.store.rows import ProjectRow, RequestRow
-from gateway.vocabulary import AnsweredIn, ChannelName, JobStatus
+from gateway.vocabulary import AnsweredIn, ChannelName, JobStatus, KeyScope
 from gateway.wire.models import FunctionCallStatusIn, HumanContactStatusIn
 
 # Long-polls and console streams end as the shutdown begins; a request still open after this
@@ -123,8 +123,15 @@ def console_hash_password(_settings: Settings, _args: argparse.Namespace) -> int
 
 
 async def keys_create(core: Core, args: argparse.Namespace) -> int:
-    new = await bootstrap.create_key(core, project=args.project, name=args.name, target=args.target)
-    print(f"created key {new.id} for project {new.project!r}; it is shown only once:")
+    new = await bootstrap.create_key(
+        core,
+        project=args.project,
+        name=args.name,
+        target=args.target,
+        scope=KeyScope(args.scope),
+        person=args.person,
+    )
+    print(f"created key {new.id} for project {new.project!r}, scope {args.scope}; shown once:")
     print(new.key)
     return 0
 
@@ -132,7 +139,8 @@ async def keys_create(core: Core, args: argparse.Namespace) -> int:
 async def keys_list(core: Core, _args: argparse.Namespace) -> int:
     for key, project in await core.db.read(project_store.list_keys):
         state = "revoked" if key.revoked_at else "active"
-        print(f"{key.id}\t{key.prefix}…\t{project}\t{key.name}\t{key.target or '-'}\t{state}")
+        shown = (key.id, f"{key.prefix}…", project, key.name, key.scope, key.person or "-")
+        print("\t".join(map(str, shown)) + f"\t{key.target or '-'}\t{state}")
     return 0
 
 
@@ -287,6 +295,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--project", default=bootstrap.DEFAULT_PROJECT)
     p.add_argument("--name", default="cli")
     p.add_argument("--target", help="default route for this key: team:NAME, person:NAME, web")
+    p.add_argument(
+        "--scope",
+        choices=[scope.value for scope in KeyScope],
+        default=KeyScope.AGENT.value,
+        help="agent (default): create and read; responder: also respond; admin: also "
+        "escalate and /gateway/v1",
+    )
+    p.add_argument("--person", help="a responder key's votes are this configured person's")
     p.set_defaults(run=_with_core(keys_create))
     keys.add_parser("list").set_defaults(run=_with_core(keys_list))
     p = keys.add_parser("revoke")

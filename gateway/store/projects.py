@@ -60,6 +60,8 @@ def insert_key(
     key_hash: str,
     prefix: str,
     target: str | None,
+    scope: str,
+    person: str | None = None,
 ) -> int:
     values = {
         "project_id": project_id,
@@ -67,21 +69,19 @@ def insert_key(
         "key_hash": key_hash,
         "prefix": prefix,
         "target": target,
+        "scope": scope,
+        "person": person,
         "created_at": utcnow(),
     }
     result = conn.execute(sa.insert(_key).values(values).returning(_key.c.id))
     return int(result.scalar_one())
 
 
-def insert_project_key(
-    conn: Connection, project: str, *, name: str, key_hash: str, prefix: str, target: str | None
-) -> int:
-    """A new key, in `project` (created if new)."""
+def insert_project_key(conn: Connection, project: str, **key: Any) -> int:
+    """A new key (`insert_key`'s fields), in `project` (created if new)."""
     row = ensure_project(conn, project)
     assert row.id is not None
-    return insert_key(
-        conn, project_id=row.id, name=name, key_hash=key_hash, prefix=prefix, target=target
-    )
+    return insert_key(conn, project_id=row.id, **key)
 
 
 # Built once: every API request runs it, and building a statement costs more than running it.
@@ -102,12 +102,15 @@ def find_key(conn: Connection, key_hash: str) -> tuple[ApiKeyRow, ProjectRow] | 
     return key, project
 
 
-def list_keys(conn: Connection) -> list[tuple[ApiKeyRow, str]]:
+def list_keys(conn: Connection, project_id: int | None = None) -> list[tuple[ApiKeyRow, str]]:
+    """Every key with its project's name; with `project_id`, that project's keys."""
     query = (
         sa.select(_key, _project.c.name.label("project_name"))
         .join(_project, _project.c.id == _key.c.project_id)
         .order_by(_key.c.id)
     )
+    if project_id is not None:
+        query = query.where(_key.c.project_id == project_id)
     result = []
     for row in (conn.execute(query)).all():
         mapping = dict(row._mapping)

@@ -33,6 +33,8 @@ class ApiKeyRow:
     target: str | None = None
     created_at: datetime
     revoked_at: datetime | None = None
+    scope: str = "agent"
+    person: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

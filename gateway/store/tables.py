@@ -47,6 +47,8 @@ class ApiKey(SQLModel, table=True):
     target: str | None = Field(default=None, max_length=255)
     created_at: datetime = Field(sa_column=_ts())
     revoked_at: datetime | None = Field(default=None, sa_column=_ts(nullable=True))
+    scope: str = Field(default="agent", max_length=16)  # a KeyScope
+    person: str | None = Field(default=None, max_length=255)  # who a responder key votes as
 
 
 class Request(SQLModel, table=True):

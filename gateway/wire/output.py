@@ -37,6 +37,20 @@ def status_of(row: RequestRow) -> dict[str, Any]:
     return common | {"response": row.response, "response_option_name": row.option_name}
 
 
+# Address fields only the channel reads: an email thread's Message-IDs carry its reply
+# token, and whoever holds one could answer as the recipient.
+PRIVATE_ADDRESS = frozenset({"thread"})
+
+
+def public_target(target: dict[str, Any]) -> dict[str, Any]:
+    """A route target as the API, webhooks and MCP show it: no reply tokens."""
+    address = target.get("address")
+    if not isinstance(address, dict) or not PRIVATE_ADDRESS & address.keys():
+        return target
+    shown = {k: v for k, v in address.items() if k not in PRIVATE_ADDRESS}
+    return target | {"address": shown}
+
+
 def to_wire(
     row: RequestRow, *, spec: dict[str, Any] | None = None, route: list[Any] | None = None
 ) -> dict[str, Any]:
@@ -48,7 +62,9 @@ def to_wire(
         "spec": json.loads(row.spec_json) if spec is None else spec,
         "status": status_of(row),
         # Extensions the SDK ignores: where the request went, and its lifecycle status.
-        "route": json.loads(row.route_json) if route is None else route,
+        "route": [
+            public_target(t) for t in (json.loads(row.route_json) if route is None else route)
+        ],
         "gateway_status": row.status,
         **_policy_fields(row),
     }

@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
+from gateway.vocabulary import KeyScope
 from tests.api.helpers import FC, HC, RESPOND, detail_text
 from tests.factories import RequestFactory
 from tests.helpers import events
@@ -91,7 +92,7 @@ async def test_a_key_from_another_api_key_is_not_a_retry(
     url = RESPOND[FC].format(created.call_id)
     headers = {"Idempotency-Key": "shared"}
     assert (await client.post(url, json={"approved": True}, headers=headers)).status_code == 200
-    other = await gateway.new_key("default", name="other")
+    other = await gateway.new_key("default", name="other", scope=KeyScope.RESPONDER)
     async with gateway.client(other) as second_client:
         response = await second_client.post(url, json={"approved": True}, headers=headers)
     assert "was already approved" in detail_text(response, 409)

@@ -59,6 +59,7 @@ EXPECTED = {
     ("post", "/humanlayer/v1/agent/function_calls/{call_id}/respond"): {
         200,
         401,
+        403,
         404,
         409,
         413,
@@ -68,6 +69,7 @@ EXPECTED = {
     ("post", "/humanlayer/v1/agent/human_contacts/{call_id}/escalate_email"): {
         200,
         401,
+        403,
         404,
         409,
         413,
@@ -78,7 +80,9 @@ EXPECTED = {
     ("get", "/humanlayer/v1/project"): {200, 401, 503},
     ("get", "/healthz"): {200, 503},
     ("get", "/version"): {200},
-    ("get", "/gateway/v1/jobs"): {200, 401, 422, 503},
+    ("get", "/gateway/v1/jobs"): {200, 401, 403, 422, 503},
+    ("get", "/gateway/v1/keys"): {200, 401, 403, 503},
+    ("get", "/gateway/v1/calls/{call_id}/events"): {200, 401, 403, 404, 422, 503},
 }
 
 

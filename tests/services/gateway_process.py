@@ -96,6 +96,20 @@ class GatewayProcess:
             time.sleep(0.05)  # polling a starting process; nothing to wait on instead
         raise RuntimeError("gateway never became healthy:\n" + "".join(self.output))
 
+    def new_key(self, scope: str, *extra: str) -> str:
+        """A key made by `gateway keys create --scope` on this gateway's database (the key it
+        printed at first start is an agent key)."""
+        made = subprocess.run(
+            [sys.executable, "-m", "gateway", "keys", "create", "--scope", scope, *extra],
+            cwd=self.workdir,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        return made.stdout.strip().splitlines()[-1]
+
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 

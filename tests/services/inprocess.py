@@ -23,6 +23,7 @@ from gateway.doors import channel_context
 from gateway.runtime.logs import ACCESS_LOGGER, install_access_log_filter
 from gateway.seam import ChannelContext, ChannelName
 from gateway.settings import Settings
+from gateway.vocabulary import KeyScope
 from tests.services.net import free_port
 
 # httpx builds an SSL context per client (~100 ms); tests open many clients.
@@ -66,6 +67,7 @@ class RunningGateway:
         return channel_context(self.core, ChannelName(name))
 
     async def new_key(self, project: str, **kwargs: Any) -> str:
+        """A key of `project`: an agent key unless `scope=` says otherwise."""
         return (await bootstrap.create_key(self.core, project=project, **kwargs)).key
 
 
@@ -115,7 +117,8 @@ async def running_gateway(
             if task.done():
                 task.result()
             await asyncio.sleep(0.01)
-        key = await bootstrap.create_key(core, project="default", name="test")
+        # The operator's key: tests of what an agent's key may do make agent keys (new_key).
+        key = await bootstrap.create_key(core, project="default", name="test", scope=KeyScope.ADMIN)
         yield RunningGateway(core=core, base_url=f"http://127.0.0.1:{port}", api_key=key.key)
     finally:
         server.should_exit = True

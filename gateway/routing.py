@@ -189,17 +189,19 @@ class RoutingConfig(Strict):
         if team is None:
             raise InvalidInput(f"unknown team {name!r} ({via}); known teams: {_known(self.teams)}")
         people = [self.people[member] for member in team.members]
+        # A team's targets accept its members only: no member ids there means nobody.
         targets = []
         if team.slack_channel:
             address = {"channel": team.slack_channel}
-            targets.append(_target(ChannelName.SLACK, address, [p.slack for p in people], via))
+            targets.append(_members(ChannelName.SLACK, address, [p.slack for p in people], via))
         if team.discord_channel:
             address = {"channel_id": team.discord_channel}
-            targets.append(_target(ChannelName.DISCORD, address, [p.discord for p in people], via))
+            ids = [p.discord for p in people]
+            targets.append(_members(ChannelName.DISCORD, address, ids, via))
         if team.email:
             address = {"address": team.email}
-            targets.append(_target(ChannelName.EMAIL, address, [p.email for p in people], via))
-        return targets or [web_target(via)]
+            targets.append(_members(ChannelName.EMAIL, address, [p.email for p in people], via))
+        return targets or [_members(ChannelName.WEB, {}, [p.email for p in people], via)]
 
     def _person_targets(self, name: str, via: str) -> list[Target]:
         person = self.people.get(name)
@@ -219,7 +221,7 @@ class RoutingConfig(Strict):
             targets.append(
                 _target(ChannelName.EMAIL, {"address": person.email}, [person.email], via)
             )
-        return targets or [web_target(via)]
+        return targets or [_members(ChannelName.WEB, {}, [person.email], via)]
 
     def discord_dm(self, user_id: str) -> dict[str, Any]:
         """A DM address, with the channel of the first team listing that person as the
@@ -242,6 +244,14 @@ def _target(
 ) -> Target:
     responders = [i for i in ids if i]
     return Target(channel=channel, address=address, responders=responders or None, via=via)
+
+
+def _members(
+    channel: ChannelName, address: dict[str, Any], ids: list[str | None], via: str
+) -> Target:
+    """A configured team's or person's target: only these ids answer there (none: nobody
+    but the operator), unlike an agent's own channel, which without ids is open."""
+    return Target(channel=channel, address=address, responders=[i for i in ids if i], via=via)
 
 
 def web_target(via: str) -> Target:

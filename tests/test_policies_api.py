@@ -1,7 +1,7 @@
 """Approval policies through the real HTTP API: quorum, veto, deadlines, progress in GET.
 
-An API key speaks for an operator: its answer is one vote that counts in every branch, so
-two keys are two people and one key twice is still one.
+An API key bound to no person speaks for the project's operator: its answer is one vote that
+counts in every branch. Responder keys bound to Alice and Bob (`--person`) are Alice and Bob.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from gateway.store import requests as request_store
-from gateway.vocabulary import AuditEvent, JobKind
+from gateway.vocabulary import AuditEvent, JobKind, KeyScope
 from tests.factories import RequestFactory
 from tests.helpers import eventually
 from tests.services.inprocess import RunningGateway, running_gateway, write_config
@@ -73,6 +73,13 @@ async def policies(db_url: str, tmp_path: Path) -> AsyncIterator[RunningGateway]
         yield running
 
 
+async def person_keys(gateway: RunningGateway, *people: str) -> list[str]:
+    """A responder key bound to each person: its answers are that person's votes."""
+    return [
+        await gateway.new_key("default", name=p, scope=KeyScope.RESPONDER, person=p) for p in people
+    ]
+
+
 async def respond(gateway: RunningGateway, call_id: str, key: str, **body: Any) -> Any:
     async with gateway.client(key) as client:
         answer = await client.post(f"/agent/function_calls/{call_id}/respond", json=body)
@@ -84,19 +91,19 @@ async def test_a_team_quorum_needs_two_distinct_people(
 ) -> None:
     made = await request_factory(policies, "q-1", fn="drop_table")
     assert made.wire["policy"]["approvals_required"] == 2
-    second_key = await policies.new_key("default", name="second operator")
+    alice, bob = await person_keys(policies, "alice", "bob")
 
-    first = await respond(policies, "q-1", policies.api_key, approved=True, comment="ok")
+    first = await respond(policies, "q-1", alice, approved=True, comment="ok")
     assert first.status_code == 200, first.text
     assert first.json()["status"]["approved"] is None  # still pending for the SDK
     assert first.json()["policy_progress"]["approvals"] == 1
     assert first.json()["policy_progress"]["needed"] == 2
 
-    again = await respond(policies, "q-1", policies.api_key, approved=True)
+    again = await respond(policies, "q-1", alice, approved=True)
     assert again.status_code == 200, again.text
     assert again.json()["status"]["approved"] is None  # one person counts once
 
-    last = await respond(policies, "q-1", second_key, approved=True, comment="go")
+    last = await respond(policies, "q-1", bob, approved=True, comment="go")
     assert last.status_code == 200, last.text
     assert last.json()["status"]["approved"] is True
     assert last.json()["status"]["comment"] == "go"
@@ -110,12 +117,12 @@ async def test_any_rejection_vetoes_with_its_reason(
     policies: RunningGateway, request_factory: RequestFactory
 ) -> None:
     await request_factory(policies, "v-1", fn="drop_table")
-    second_key = await policies.new_key("default", name="second operator")
-    assert (await respond(policies, "v-1", policies.api_key, approved=True)).status_code == 200
-    vetoed = await respond(policies, "v-1", second_key, approved=False, comment="not today")
+    alice, bob = await person_keys(policies, "alice", "bob")
+    assert (await respond(policies, "v-1", alice, approved=True)).status_code == 200
+    vetoed = await respond(policies, "v-1", bob, approved=False, comment="not today")
     assert vetoed.json()["status"]["approved"] is False
     assert vetoed.json()["status"]["comment"] == "not today"
-    late = await respond(policies, "v-1", second_key, approved=True)
+    late = await respond(policies, "v-1", bob, approved=True)
     assert late.status_code == 409
 
 

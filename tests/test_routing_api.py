@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from gateway.vocabulary import KeyScope
 from tests.factories import Created, RequestFactory, create_path
 from tests.helpers import eventually
 from tests.services.inprocess import RunningGateway, running_gateway, write_config
@@ -141,16 +142,17 @@ async def test_no_rule_and_no_channel_uses_the_project_default(
     assert await route_of(routed, made, contact=True) == bob("project")
 
 
-async def test_spec_channel_team_and_person_win_over_rules(
+async def test_spec_channel_team_and_person_add_to_a_matching_rule(
     routed: RunningGateway, request_factory: RequestFactory
 ) -> None:
     made = await request_factory(
         routed, "hc-team", contact=True, run_id="support-1", channel={"team": "sre"}
     )
-    assert await route_of(routed, made, contact=True) == sre("spec.channel")
+    assert await route_of(routed, made, contact=True) == sre("spec.channel") + alice("rule 2")
+    assert made.wire["policy"]["mode"] == "all_of"  # the rule's people, and the agent's
 
     made = await request_factory(routed, "fc-person", fn="drop_table", channel={"person": "alice"})
-    assert await route_of(routed, made) == alice("spec.channel")
+    assert await route_of(routed, made) == alice("spec.channel") + sre("rule 1")
 
 
 async def test_humanlayer_channel_forms(
@@ -293,7 +295,7 @@ async def test_web_only_route_is_sent_by_the_outbox(
     routed: RunningGateway, request_factory: RequestFactory
 ) -> None:
     # A project with no default in the config: nothing matches, so only the web console.
-    key = await routed.new_key("elsewhere")
+    key = await routed.new_key("elsewhere", scope=KeyScope.ADMIN)  # it reads the audit trail
     made = await request_factory(routed, "fc-web", fn="read_table", key=key)
     route = await route_of(routed, made, key=key)
     assert route == [target("web", {}, None, "default")]

@@ -178,7 +178,8 @@ class DiscordChannel:
             raise failure from None
         except _ERRORS as error:
             raise as_delivery_error(error) from None
-        return Sent(ref={"channel_id": str(message.channel.id), "message_id": str(message.id)})
+        ref = {"channel_id": str(message.channel.id), "message_id": str(message.id)}
+        return Sent(ref=ref, reply_key=str(message.id))
 
     async def _destination(self, bot: GatewayBot, target: Target) -> discord.abc.Messageable:
         channel_id = target.address.get("channel_id")

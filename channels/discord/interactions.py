@@ -42,7 +42,9 @@ def responder(interaction: discord.Interaction[Any]) -> Responder:
     extra = {"username": user.name}
     if interaction.guild_id is not None:
         extra["guild_id"] = str(interaction.guild_id)
-    return Responder(AnsweredIn.DISCORD, str(user.id), user.global_name or user.name, extra=extra)
+    copy = str(interaction.message.id) if interaction.message is not None else None
+    name = user.global_name or user.name
+    return Responder(AnsweredIn.DISCORD, str(user.id), name, extra=extra, copy=copy)
 
 
 def reason_modal(

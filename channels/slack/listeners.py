@@ -43,11 +43,20 @@ def thread_key(channel: str, ts: str) -> str:
     return f"{channel}:{ts}"
 
 
-def responder(user: dict[str, Any], team_id: str | None) -> Responder:
-    """Who clicked or replied, as Slack names them (users.info adds the real name later)."""
+def responder(user: dict[str, Any], team_id: str | None, copy: str | None = None) -> Responder:
+    """Who clicked or replied, as Slack names them (users.info adds the real name later), and
+    the post they answered (`thread_key`)."""
     user_id = str(user.get("id") or "")
     name = str(user.get("username") or user.get("name") or user_id)
-    return Responder(AnsweredIn.SLACK, user_id, name, extra={"team_id": team_id} if team_id else {})
+    extra = {"team_id": team_id} if team_id else {}
+    return Responder(AnsweredIn.SLACK, user_id, name, extra=extra, copy=copy)
+
+
+def _copy(body: dict[str, Any]) -> str | None:
+    """The post a click came from, as Slack's signed payload names it."""
+    container = body.get("container") or {}
+    channel, ts = container.get("channel_id"), container.get("message_ts")
+    return thread_key(str(channel), str(ts)) if channel and ts else None
 
 
 def _team(body: dict[str, Any]) -> str | None:
@@ -57,7 +66,12 @@ def _team(body: dict[str, Any]) -> str | None:
 
 
 def reason_modal(
-    rid: str, *, title: str, prefill: str | None, option: int | str | None
+    rid: str,
+    *,
+    title: str,
+    prefill: str | None,
+    option: int | str | None,
+    copy: str | None = None,
 ) -> dict[str, Any]:
     element: dict[str, Any] = {
         "type": "plain_text_input",
@@ -71,7 +85,7 @@ def reason_modal(
     return {
         "type": "modal",
         "callback_id": REJECT_MODAL,
-        "private_metadata": json.dumps({"rid": rid, "option": option}),
+        "private_metadata": json.dumps({"rid": rid, "option": option, "copy": copy}),
         "title": {"type": "plain_text", "text": title[:24]},
         "submit": {"type": "plain_text", "text": "Reject"},
         "close": {"type": "plain_text", "text": "Cancel"},
@@ -131,7 +145,7 @@ class SlackListeners:
         click = decode(str(action.get("value") or "")) or _legacy(action)
         if click is None:
             return  # a button that is not ours
-        who = responder(body.get("user") or {}, _team(body))
+        who = responder(body.get("user") or {}, _team(body), _copy(body))
         if click.verb == Verb.REJECT:
             refused = await self.answers.refusal(click.rid, who)
             if refused is not None:  # nobody types a reason for nothing
@@ -167,7 +181,7 @@ class SlackListeners:
         choice: int | None,
     ) -> None:
         """The reason form (within 3 s of the click: Slack's trigger_id expires)."""
-        view = reason_modal(rid, title=title, prefill=prefill, option=choice)
+        view = reason_modal(rid, title=title, prefill=prefill, option=choice, copy=_copy(body))
         await client.views_open(trigger_id=body["trigger_id"], view=view)
 
     async def reason_submitted(
@@ -180,7 +194,7 @@ class SlackListeners:
         await ack()
         meta = json.loads(view["private_metadata"])
         user = body.get("user") or {}
-        who = await self._person(client, responder(user, _team(body)))
+        who = await self._person(client, responder(user, _team(body), meta.get("copy")))
 
         async def tell(text: str) -> None:  # a modal has no response_url: DM the person
             await client.chat_postMessage(channel=who.id, text=text)
@@ -208,7 +222,8 @@ class SlackListeners:
             return  # a thread that is not one of ours
         text, user = str(event.get("text") or "").strip(), str(event.get("user") or "")
         team = str(event.get("team")) if event.get("team") else None
-        who = await self._person(client, responder({"id": user}, team))
+        copy = thread_key(channel, str(thread_ts))
+        who = await self._person(client, responder({"id": user}, team, copy))
         # Slack redelivers an event it thinks we missed; the first copy may have decided.
         # Socket Mode stamps every event with retry_attempt 0: only a count above 0 is a retry.
         retried = int((request.headers.get("x-slack-retry-num") or ["0"])[0]) > 0

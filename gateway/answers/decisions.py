@@ -8,18 +8,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gateway.answers.verbs import Decision
+from gateway.answers.verbs import Decision, expiry_decision
 from gateway.core import Core
 from gateway.errors import Conflict, IllegalTransition, InvalidInput, NotAllowed
 from gateway.lifecycle import Event, Kind, Status, noun, transition
 from gateway.outbox import deliveries, webhooks
 from gateway.policies import votes
-from gateway.seam.people import already_decided
+from gateway.seam.people import Responder, already_decided
 from gateway.store import Tx, dumps, utcnow
 from gateway.store import outbox as outbox_store
 from gateway.store import requests as request_store
 from gateway.store.rows import RequestRow, VoteRow, changed
-from gateway.vocabulary import AuditEvent
+from gateway.vocabulary import AnsweredIn, AuditEvent
+from gateway.wire.output import iso
 
 
 def _first_answer(conn: Tx, rid: str, token: str | None) -> bool:
@@ -78,6 +79,39 @@ def _fields(decision: Decision) -> dict[str, Any]:
     }
 
 
+def _late(row: RequestRow, decision: Decision) -> bool:
+    """A person's answer at or after the request's deadline (the gateway's own expiry is
+    never late)."""
+    by_gateway = decision.user_info.get("channel") == AnsweredIn.GATEWAY
+    return not by_gateway and row.expires_at is not None and utcnow() >= row.expires_at
+
+
+def _expire_now(conn: Tx, core: Core, row: RequestRow) -> RequestRow:
+    """The deadline passed and its timer has not run yet (it may be late): apply the expiry
+    here, in the transaction that refuses the late answer."""
+    assert row.expires_at is not None
+    waited = (row.expires_at - row.requested_at).total_seconds()
+    response = outbox_store.expired_response(conn, row.rid)
+    expiry = expiry_decision(row, waited, response if row.kind == Kind.HUMAN_CONTACT else None)
+    decided = request_store.set_decided(
+        conn, row.rid, next_status(row, expiry.event), _fields(expiry)
+    )
+    assert decided is not None  # called on a locked or still-pending row
+    _after_decision(conn, core, decided, expiry)
+    return decided
+
+
+def refusal(current: RequestRow) -> str:
+    """Why an answer to a decided request changed nothing: the deadline, or who decided."""
+    expired = Responder.of(json.loads(current.user_info_json or "{}"))
+    if expired is not None and expired.via == AnsweredIn.GATEWAY and current.expires_at:
+        return (
+            f"{noun(current.kind)} {current.call_id!r} expired at {iso(current.expires_at)}; "
+            "answers after its deadline are refused"
+        )
+    return already_decided(current)
+
+
 async def decide(core: Core, row: RequestRow, decision: Decision) -> RequestRow:
     """Apply a decision if the request is still pending; Conflict says who won otherwise.
 
@@ -91,6 +125,11 @@ async def decide(core: Core, row: RequestRow, decision: Decision) -> RequestRow:
     def compare_and_set(conn: Tx) -> tuple[RequestRow, bool]:
         """The request as this decision left it and True, or as an earlier one did and
         whether that was this decision's own first attempt (a retry that raced it)."""
+        if _late(row, decision):
+            current = request_store.lock(conn, row.rid)
+            assert current is not None
+            if current.status == Status.PENDING:
+                return _expire_now(conn, core, current), False
         updated = request_store.set_decided(conn, row.rid, status, fields)
         if updated is None:
             current = request_store.get_by_rid(conn, row.rid)
@@ -101,7 +140,7 @@ async def decide(core: Core, row: RequestRow, decision: Decision) -> RequestRow:
 
     current, ours = await core.db.write(compare_and_set)
     if not ours:
-        raise Conflict(already_decided(current))
+        raise Conflict(refusal(current))
     return current
 
 
@@ -121,6 +160,8 @@ async def submit(core: Core, row: RequestRow, decision: Decision) -> RequestRow:
         assert current is not None
         if current.status != Status.PENDING:
             return current, _first_answer(conn, row.rid, decision.idempotency)
+        if _late(current, decision):
+            return _expire_now(conn, core, current), False
         approve = decision.event == Event.APPROVE
         counted = votes.record(
             conn,
@@ -130,6 +171,7 @@ async def submit(core: Core, row: RequestRow, decision: Decision) -> RequestRow:
             decision.user_info,
             comment=decision.comment,
             option_name=decision.option_name,
+            copy=decision.copy,
         )
         if counted is None:
             return None, False
@@ -159,7 +201,7 @@ async def submit(core: Core, row: RequestRow, decision: Decision) -> RequestRow:
     if not ours and current.status == Status.PENDING:
         raise Conflict("you answered this request the other way already; that answer stands")
     if not ours:
-        raise Conflict(already_decided(current))
+        raise Conflict(refusal(current))
     return current
 
 

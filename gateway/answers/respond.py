@@ -22,10 +22,17 @@ from gateway.vocabulary import AnsweredIn
 from gateway.wire.models import FunctionCallStatusIn, HumanContactStatusIn
 from gateway.wire.output import to_wire
 
+# Set by the gateway from the key, never by the caller: who the vote is (`votes.person_of`).
+IDENTITY = ("channel", "key", "person")
+
 
 def api_user_info(caller: Caller, given: dict[str, Any] | None) -> dict[str, Any]:
-    info = {"user_id": f"key:{caller.key.prefix}", "name": caller.key.name} | (given or {})
-    return info | {"channel": AnsweredIn.API}
+    """Who answered through the API: the key's person when it is bound to one, else the
+    project's operator. The caller's `user_info` is kept as display text only."""
+    shown = {k: v for k, v in (given or {}).items() if k not in IDENTITY}
+    info = {"user_id": f"key:{caller.key.prefix}", "name": caller.key.name} | shown
+    info |= {"channel": AnsweredIn.API, "key": caller.key.prefix}
+    return info | ({"person": caller.key.person} if caller.key.person else {})
 
 
 def function_call_decision(

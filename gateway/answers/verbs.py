@@ -13,8 +13,10 @@ from gateway.seam.answers import Refusal, Refused
 from gateway.seam.callbacks import Verb
 from gateway.seam.people import Responder, default_rejection
 from gateway.seam.replies import Reading, read_reply
+from gateway.seam.sentences import spoken
 from gateway.seam.views import options_of
 from gateway.store.rows import RequestRow
+from gateway.vocabulary import AnsweredIn
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,23 @@ class Decision:
     extra: dict[str, Any] = field(default_factory=dict)
     # The hash of an API respond's Idempotency-Key and body (see `idempotency_token`).
     idempotency: str | None = None
+    # The route index of the post this answer came from (`Responder.copy`), if known.
+    copy: int | None = None
+
+
+# Who decides a request whose deadline passed (`status.user_info`).
+GATEWAY = {"channel": AnsweredIn.GATEWAY, "user_id": "gateway", "name": "the gateway"}
+
+
+def expiry_decision(row: RequestRow, waited: float, response: str | None) -> Decision:
+    """Fail closed: a function call is rejected with a comment that says so (the SDK's
+    require_approval returns its denial); a question gets its fallback or expires."""
+    comment = f"No decision within {spoken(waited)}; expired"
+    if row.kind == Kind.FUNCTION_CALL:
+        return Decision(Event.REJECT, GATEWAY, comment=comment)
+    if response is not None:
+        return Decision(Event.RESPOND, GATEWAY, response=response)
+    return Decision(Event.EXPIRE, GATEWAY, comment=comment.replace("decision", "answer"))
 
 
 def options(row: RequestRow) -> list[dict[str, Any]]:

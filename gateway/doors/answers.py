@@ -6,12 +6,14 @@ answer, the request's options and the refusals exist here once, and the decision
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from gateway.answers.decisions import submit
 from gateway.answers.verbs import decision_for, option
 from gateway.core import Core
 from gateway.errors import Conflict, NotAllowed
 from gateway.lifecycle import Kind, Status
+from gateway.policies.votes import OPERATOR, person_of
 from gateway.seam.answers import Answered, Form, Refusal, Refused
 from gateway.seam.callbacks import Verb
 from gateway.seam.people import Responder, already_decided
@@ -50,6 +52,7 @@ class AnswerDoor:
         if isinstance(made, Refused):
             return made
         decision, reading = made
+        decision = replace(decision, copy=await self._copy_index(row, responder.copy))
         try:
             decided = await submit(self.core, row, decision)
         except Conflict as conflict:
@@ -81,6 +84,15 @@ class AnswerDoor:
     async def find(self, reply_key: str) -> str | None:
         return await self.core.db.read(request_store.find_by_reply_key, self.channel, reply_key)
 
+    async def _copy_index(self, row: RequestRow, copy: str | None) -> int | None:
+        """Which route target the answered post was sent for; None when unknown."""
+        if copy is None:
+            return None
+        found = await self.core.db.read(request_store.copy_target, row.rid, self.channel, copy)
+        route = json.loads(row.route_json)
+        target = None if found is None else json.loads(found)
+        return route.index(target) if target in route else None
+
     async def _answerable(self, rid: str, responder: Responder) -> tuple[RequestRow, str] | Refused:
         """The pending request this person may answer, with its project; or the refusal."""
         row, project = await self.core.db.read(request_store.get_with_project, rid)
@@ -88,7 +100,8 @@ class AnswerDoor:
             return Refused(Refusal.GONE, "this request no longer exists")
         channel = _channel_of(responder)
         allowed = responders_through(json.loads(row.route_json), channel) if channel else None
-        if allowed is not None and responder.id not in allowed:
+        operator = person_of(self.core.config, responder.user_info()) == OPERATOR
+        if allowed is not None and responder.id not in allowed and not operator:
             return Refused(Refusal.NOT_ALLOWED, "you are not allowed to answer this request")
         if row.status != Status.PENDING:
             return Refused(Refusal.DECIDED, already_decided(row))

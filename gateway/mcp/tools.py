@@ -52,16 +52,16 @@ Team = Annotated[
     str | None,
     Field(
         max_length=255,
-        description="Send the request to this team of the gateway's routing config "
-        "(e.g. 'sre'). Leave out to use the gateway's routing rules.",
+        description="Also send the request to this team of the gateway's routing config "
+        "(e.g. 'sre'). The gateway's routing rules always apply; a team only adds people.",
     ),
 ]
 Person = Annotated[
     str | None,
     Field(
         max_length=255,
-        description="Send the request to this person of the gateway's routing config "
-        "(e.g. 'alice'), instead of a team. Leave out to use the gateway's routing rules.",
+        description="Also send the request to this person of the gateway's routing config "
+        "(e.g. 'alice'), instead of a team. The gateway's routing rules always apply.",
     ),
 ]
 CallIdArg = Annotated[

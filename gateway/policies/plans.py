@@ -1,9 +1,11 @@
 """From a request and the routing config to its plan: the targets to contact (and when), the
 approval policy over them, and its deadline, reminders and escalation.
 
-First match wins for the targets: the request's own `spec.channel` (with HumanLayer's
-composite `any_of` / `all_of`), a rule from the config file, the API key's default target,
-the project's policy or default target, then the web console alone. Timing settings are
+A matching rule from the config file is the floor: the request's own `spec.channel` (with
+HumanLayer's composite `any_of` / `all_of`) can only add to it (`all_of` the rule's policy
+and the agent's channels), never replace or weaken it. Without a rule, first match wins: the
+request's `spec.channel`, the API key's default target, the project's policy or default
+target, then the web console alone. Timing settings are
 looked up separately, field by field: the matching rule's, then the named team's, then the
 project's, so a rule can put a deadline on requests an agent routes itself.
 """
@@ -23,6 +25,7 @@ from gateway.routing import (
     PolicyConfig,
     ProjectConfig,
     RoutingConfig,
+    Rule,
     Timing,
     channel_targets,
     web_target,
@@ -60,11 +63,11 @@ class Plan:
     schedule: Schedule = field(default_factory=Schedule)
 
     def expires_at(self, requested_at: datetime, given: datetime | None) -> datetime | None:
-        """The request's own `expires_at`, else its configured `expires_after`."""
-        if given is not None:
-            return given
+        """The earlier of the request's own `expires_at` and its configured `expires_after`:
+        an agent may shorten the operator's deadline, never lengthen it."""
         after = self.schedule.expires_after
-        return None if after is None else requested_at + timedelta(seconds=after)
+        configured = None if after is None else requested_at + timedelta(seconds=after)
+        return min((d for d in (given, configured) if d is not None), default=None)
 
 
 class _Builder:
@@ -101,6 +104,12 @@ class _Builder:
             else:
                 nodes.append(self.policy(branch, via))
         return _group(mode, nodes, delay, policy.approvals_required or 1)
+
+    def rule(self, rule: Rule, via: str) -> Node:
+        if rule.policy is not None:
+            return self.policy(rule.policy, via)
+        assert rule.target is not None  # the config's validation: a target or a policy
+        return self.ref(rule.target, via)
 
     def channel(self, channel: ContactChannel, delay: float = 0.0) -> Node | None:
         """A request's `spec.channel`: its own channels, then its composite branches."""
@@ -151,12 +160,10 @@ def plan(
 ) -> Plan:
     builder = _Builder(config)
     rule = next((r for r in config.rules if r.matches(kind, fn, run_id)), None)
-    via = f"rule {config.rules.index(rule) + 1}" if rule else ""
     root = builder.channel(channel) if channel is not None else None
-    if root is None and rule is not None and rule.policy is not None:
-        root = builder.policy(rule.policy, via)
-    if root is None and rule is not None and rule.target is not None:
-        root = builder.ref(rule.target, via)
+    if rule is not None:  # the operator's rule is a floor: the agent's channels only add
+        floor = builder.rule(rule, f"rule {config.rules.index(rule) + 1}")
+        root = floor if root is None else Group(Mode.ALL_OF, (floor, root))
     if root is None and key_target:
         root = builder.ref(key_target, "api key")
     if root is None and project is not None and project.policy is not None:

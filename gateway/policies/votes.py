@@ -23,15 +23,23 @@ from gateway.store import votes as vote_store
 from gateway.store.rows import RequestRow, VoteRow
 from gateway.vocabulary import AnsweredIn
 
-# The API, the CLI and the console's operator sign-in speak for an operator: their vote
-# counts in every branch (and still as one person toward a quorum).
-OPERATORS = frozenset({AnsweredIn.API, AnsweredIn.CLI})
+# The project's operator: the CLI, an API key bound to no person and the console's operator
+# sign-in are one voter, whose vote counts in every branch (and once toward a quorum).
+OPERATOR = "operator"
 
 
 def person_of(config: RoutingConfig, info: dict[str, Any]) -> str:
-    """The voter's identity: `person:NAME` when the config knows them, else `via:id`."""
+    """The voter's identity: `person:NAME` when the config knows them, the operator, else
+    `via:id`. Only what the gateway itself recorded counts: the platform's user id, the
+    address a reply came from or a console sign-in, the key's bound person; never an API
+    caller's own `user_info`, which is display text."""
     via, ident = str(info.get("channel") or ""), str(info.get("user_id") or "")
-    email = str(info.get("email") or (ident if via == AnsweredIn.EMAIL else "")).lower()
+    if via == AnsweredIn.API:
+        bound = str(info.get("person") or "")
+        return f"person:{bound}" if bound else OPERATOR
+    if via == AnsweredIn.CLI or (via == AnsweredIn.WEB and ident == OPERATOR):
+        return OPERATOR
+    email = ident.lower() if via in (AnsweredIn.EMAIL, AnsweredIn.WEB) else ""
     for name, person in config.people.items():
         if (
             (via == AnsweredIn.SLACK and ident == person.slack)
@@ -39,7 +47,7 @@ def person_of(config: RoutingConfig, info: dict[str, Any]) -> str:
             or (email and email == (person.email or "").lower())
         ):
             return f"person:{name}"
-    return f"{via}:{ident or email}"
+    return f"{via}:{ident}"
 
 
 def _ids_of(config: RoutingConfig, person: str) -> set[str]:
@@ -51,18 +59,26 @@ def _ids_of(config: RoutingConfig, person: str) -> set[str]:
 
 
 def counted_targets(
-    config: RoutingConfig, route: list[dict[str, Any]], info: dict[str, Any], person: str
+    config: RoutingConfig,
+    route: list[dict[str, Any]],
+    info: dict[str, Any],
+    person: str,
+    copy: int | None = None,
 ) -> frozenset[int]:
-    """The route targets this voter answers for: the channel they answered in, if it lets
-    them; any target that lists one of their ids; every target for an operator."""
-    via, ident = str(info.get("channel") or ""), str(info.get("user_id") or "")
-    if via in OPERATORS or (via == AnsweredIn.WEB and ident == "operator"):
+    """The route targets this voter answers for: the copy they answered (`copy`, a route
+    index), when it is open to anyone there; any target that lists one of their ids; the
+    console's open target for a console answer; every target for the operator."""
+    if person == OPERATOR:
         return frozenset(range(len(route)))
-    ids = {i.lower() for i in _ids_of(config, person) | {ident}}
+    via, ident = str(info.get("channel") or ""), str(info.get("user_id") or "")
+    own = {ident} if via != AnsweredIn.API else set()  # an API user_id is display text
+    ids = {i.lower() for i in _ids_of(config, person) | own}
     found = set()
     for index, target in enumerate(route):
         responders = target.get("responders")
-        open_here = responders is None and target["channel"] == via
+        # One click is one copy: never every open target of the platform it came from.
+        answered = index == copy or (via == AnsweredIn.WEB == target["channel"])
+        open_here = responders is None and answered
         if open_here or (responders is not None and ids & {r.lower() for r in responders}):
             found.add(index)
     return frozenset(found)
@@ -98,13 +114,14 @@ def record(
     *,
     comment: str | None,
     option_name: str | None,
+    copy: int | None = None,
 ) -> Counted | None:
     """Store one vote and replay them all; None when it counts for no active target (not
     theirs, or not yet). An answer that adds nothing to the person's earlier ones (a repeated
     click, a second copy of one email) is not stored; one that reverses theirs is refused."""
     route = json.loads(row.route_json)
     person = person_of(config, user_info)
-    targets = counted_targets(config, route, user_info, person)
+    targets = counted_targets(config, route, user_info, person, copy)
     tree = evaluator.from_dict(json.loads(row.policy_json or "{}"))
     now = utcnow()
     open_now = targets & evaluator.active_targets(tree, seconds_since(row, now))

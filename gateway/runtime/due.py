@@ -10,20 +10,16 @@ import json
 from typing import Any
 
 from gateway.answers.decisions import decide
-from gateway.answers.verbs import Decision
+from gateway.answers.verbs import expiry_decision
 from gateway.core import Core
 from gateway.errors import Conflict
-from gateway.lifecycle import Event, Kind, Status
+from gateway.lifecycle import Status
 from gateway.outbox import deliveries
 from gateway.policies import evaluator
-from gateway.seam.sentences import spoken
 from gateway.store import Tx
 from gateway.store import requests as request_store
 from gateway.store.rows import JobRow, RequestRow
-from gateway.vocabulary import AnsweredIn, AuditEvent, Timer
-
-# Who decides a request whose deadline passed (`status.user_info`).
-GATEWAY = {"channel": AnsweredIn.GATEWAY, "user_id": "gateway", "name": "the gateway"}
+from gateway.vocabulary import AuditEvent, Timer
 
 
 async def fire(core: Core, job: JobRow) -> None:
@@ -39,17 +35,6 @@ async def fire(core: Core, job: JobRow) -> None:
         await core.db.write(deliveries.queue_reminders, row.rid, payload["number"])
     else:
         await _escalate(core, row, payload["target"])
-
-
-def expiry_decision(row: RequestRow, waited: float, response: str | None) -> Decision:
-    """Fail closed: a function call is rejected with a comment that says so (the SDK's
-    require_approval returns its denial); a question gets its fallback or expires."""
-    comment = f"No decision within {spoken(waited)}; expired"
-    if row.kind == Kind.FUNCTION_CALL:
-        return Decision(Event.REJECT, GATEWAY, comment=comment)
-    if response is not None:
-        return Decision(Event.RESPOND, GATEWAY, response=response)
-    return Decision(Event.EXPIRE, GATEWAY, comment=comment.replace("decision", "answer"))
 
 
 async def _expire(core: Core, row: RequestRow, payload: dict[str, Any]) -> None:

@@ -27,6 +27,9 @@ class Responder:
     name: str
     email: str | None = None
     extra: Mapping[str, str] = field(default_factory=dict)  # team_id, guild_id, message_id…
+    # The post they answered (its `Sent.reply_key`): their answer counts for that copy's
+    # target. Not recorded in user_info.
+    copy: str | None = None
 
     @property
     def place(self) -> str:

@@ -62,8 +62,9 @@ class Sent:
     without knowing what it means."""
 
     ref: dict[str, Any]  # the platform's ids of the post, handed back to update and remind
-    # What a reply in the platform carries to name this post (Slack: "<channel>:<ts>" of the
-    # thread), so the channel can find the request again (`Answers.find`).
+    # What a reply or a click in the platform carries to name this post (Slack:
+    # "<channel>:<ts>" of the thread; Discord: the message id), so the channel can find the
+    # request again (`Answers.find`) and an answer counts for this copy (`Responder.copy`).
     reply_key: str | None = None
     # HumanLayer status fields this post fills in (Slack: {"slack_message_ts": ts}).
     status_fields: dict[str, str] = field(default_factory=dict)

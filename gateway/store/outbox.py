@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -12,7 +13,7 @@ from gateway.store import tables
 from gateway.store.changes import jobs_queued
 from gateway.store.rows import JobRow
 from gateway.store.values import dumps, utcnow
-from gateway.vocabulary import JobKind, JobStatus
+from gateway.vocabulary import JobKind, JobStatus, Timer
 
 _job = tables.OutboxJob.__table__  # type: ignore[attr-defined]
 _INSERT_JOB = sa.insert(_job).returning(_job.c.id)  # built once: it runs for every delivery
@@ -214,3 +215,16 @@ def cancel_timers(conn: Connection, rid: str) -> None:
         .values(status=JobStatus.DONE, last_error="cancelled: the request was decided")
     )
     conn.execute(query)
+
+
+def expired_response(conn: Connection, rid: str) -> str | None:
+    """The answer a question's deadline gives (its pending EXPIRE timer's), if any."""
+    query = sa.select(_job.c.payload_json).where(
+        _job.c.rid == rid, _job.c.kind == JobKind.TIMER, _job.c.status == JobStatus.PENDING
+    )
+    for (payload_json,) in conn.execute(query).all():
+        payload = json.loads(payload_json)
+        if payload.get("timer") == Timer.EXPIRE:
+            response: str | None = payload.get("response")
+            return response
+    return None

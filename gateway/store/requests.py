@@ -113,6 +113,14 @@ def find_by_reply_key(conn: Connection, channel: str, reply_key: str) -> str | N
     return conn.execute(query.limit(1)).scalar_one_or_none()
 
 
+def copy_target(conn: Connection, rid: str, channel: str, reply_key: str) -> str | None:
+    """The target (its JSON) of the request's post through `channel` named `reply_key`."""
+    query = sa.select(_delivery.c.target_json).where(
+        _delivery.c.rid == rid, _delivery.c.channel == channel, _delivery.c.reply_key == reply_key
+    )
+    return conn.execute(query.limit(1)).scalar_one_or_none()
+
+
 def add_wire_status(conn: Connection, rid: str, fields: dict[str, str]) -> None:
     """Merge HumanLayer status fields a post filled in (`Sent.status_fields`)."""
     query = sa.select(_request.c.wire_status_json).where(_request.c.rid == rid)

@@ -184,8 +184,9 @@ def test_team_expands_to_slack_discord_email_with_member_ids(config: RoutingConf
     ]
 
 
-def test_team_without_channels_falls_back_to_web(config: RoutingConfig) -> None:
-    assert summary(config.expand("team:quiet", via="test")) == [("web", {}, None, "test")]
+def test_team_without_channels_falls_back_to_web_for_its_members(config: RoutingConfig) -> None:
+    # carol has no email to sign in to the console with: only the operator may answer there.
+    assert summary(config.expand("team:quiet", via="test")) == [("web", {}, [], "test")]
 
 
 def test_person_expands_to_each_contact(config: RoutingConfig) -> None:
@@ -206,8 +207,10 @@ def test_discord_dm_falls_back_only_to_a_team_listing_the_person(config: Routing
     assert config.discord_dm("424242") == {"user_id": "424242"}
 
 
-def test_person_without_contacts_falls_back_to_web(config: RoutingConfig) -> None:
-    assert summary(config.expand("person:carol", via="v")) == [("web", {}, None, "v")]
+def test_person_without_contacts_falls_back_to_web_for_the_operator(
+    config: RoutingConfig,
+) -> None:
+    assert summary(config.expand("person:carol", via="v")) == [("web", {}, [], "v")]
 
 
 def test_web_ref(config: RoutingConfig) -> None:
@@ -217,7 +220,7 @@ def test_web_ref(config: RoutingConfig) -> None:
 # --- resolve() precedence --------------------------------------------------------------
 
 
-def test_spec_channel_beats_rules_key_and_project(config: RoutingConfig) -> None:
+def test_spec_channel_adds_to_a_matching_rule(config: RoutingConfig) -> None:
     targets = call(
         config,
         channel=ContactChannel(person="bob"),
@@ -225,9 +228,20 @@ def test_spec_channel_beats_rules_key_and_project(config: RoutingConfig) -> None
         key_target="person:alice",
         project_target="team:ops",
     )
+    assert [t.via for t in targets] == ["spec.channel"] * 2 + ["rule 1"] * 3
+    assert targets[0].address == {"channel": "U-BOB"}
+
+
+def test_spec_channel_beats_key_and_project_when_no_rule_matches(config: RoutingConfig) -> None:
+    targets = call(
+        config,
+        channel=ContactChannel(person="bob"),
+        fn="read_table",
+        key_target="person:alice",
+        project_target="team:ops",
+    )
     assert [t.channel for t in targets] == ["slack", "email"]
     assert {t.via for t in targets} == {"spec.channel"}
-    assert targets[0].address == {"channel": "U-BOB"}
 
 
 def test_empty_spec_channel_falls_through_to_rules(config: RoutingConfig) -> None:

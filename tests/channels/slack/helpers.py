@@ -82,10 +82,18 @@ def button_rid(button: dict[str, Any]) -> str:
 
 
 def click(
-    fake: FakeSlack, rid: str, action: str, user: str = "U0ALICE", respond_id: str = "r1"
+    fake: FakeSlack,
+    rid: str,
+    action: str,
+    user: str = "U0ALICE",
+    respond_id: str = "r1",
+    *,
+    channel: str = "C1",
+    ts: str = "1.1",
 ) -> dict[str, Any]:
-    """A click on a button; `action` is "gw_approve", "gw_reject" or "gw_option_<n>", sent
-    as the button carries it: the shared callback id, as action_id and value."""
+    """A click on a button of the post `ts` in `channel`; `action` is "gw_approve",
+    "gw_reject" or "gw_option_<n>", sent as the button carries it: the shared callback id,
+    as action_id and value."""
     verb, _, index = action.removeprefix("gw_").partition("_")
     callback = encode(Verb(verb), rid, int(index) if index else None)
     return {
@@ -93,8 +101,8 @@ def click(
         "user": {"id": user, "username": user.lower(), "team_id": "T1"},
         "team": {"id": "T1", "domain": "test"},
         "api_app_id": "A1",
-        "container": {"type": "message", "message_ts": "1.1", "channel_id": "C1"},
-        "channel": {"id": "C1", "name": "approvals"},
+        "container": {"type": "message", "message_ts": ts, "channel_id": channel},
+        "channel": {"id": channel, "name": "approvals"},
         "trigger_id": f"trigger-{user}",
         "response_url": fake.response_url(respond_id),
         "actions": [

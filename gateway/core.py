@@ -158,4 +158,5 @@ class Core:
             progress=load_progress(row.progress_json),
             expires_at=row.expires_at,
             secrets=secrets,
+            agent_templates=self.config.allows_agent_templates(project),
         )

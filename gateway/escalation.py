@@ -33,6 +33,7 @@ async def escalate(core: Core, row: RequestRow, escalation: Escalation) -> dict[
 
     thread = await core.db.read(_email_thread, row.rid)
     target = escalation_target(json.loads(row.spec_json), escalation, thread)  # may refuse
+    _check_allowed(core, target.responders or [])
     planned = deliveries.plan(core, row.rid, [target])
 
     def add_escalation(tx: Tx) -> None:
@@ -42,6 +43,23 @@ async def escalate(core: Core, row: RequestRow, escalation: Escalation) -> dict[
 
     await core.db.write(add_escalation)
     return to_wire(row)
+
+
+def _check_allowed(core: Core, addresses: list[str]) -> None:
+    """An escalation mails configured people and allowed domains only: the gateway's own
+    address must not carry a request to anyone an API caller names."""
+    people = {(p.email or "").lower() for p in core.config.people.values()}
+    domains = core.settings.allowed_domains
+    refused = [
+        a
+        for a in addresses
+        if a.lower() not in people and a.rpartition("@")[2].lower() not in domains
+    ]
+    if refused:
+        raise InvalidInput(
+            f"escalate_email mails configured people and GATEWAY_EMAIL_ALLOWED_DOMAINS only; "
+            f"not allowed: {', '.join(refused)}"
+        )
 
 
 def _email_thread(tx: Tx, rid: str) -> list[str]:

@@ -61,6 +61,7 @@ def _plan(core: Core, caller: Caller, kind: Kind, body: Incoming) -> Plan:
         key_target=caller.key.target,
         project=configured,
         project_target=project_target,
+        project_name=caller.project.name,
     )
 
 

@@ -103,13 +103,18 @@ class Person(Strict):
     discord: str | None = None
     email: str | None = None
     # Web console sign-in: an argon2 hash (`gateway console hash-password`), and the
-    # projects this person sees there ("*": all).
+    # projects this person works in ("*": all): sees in the console, and may be named in
+    # the spec.channel of that project's agents.
     password_hash: str | None = Field(default=None, repr=False)
     projects: list[str] = Field(default_factory=lambda: ["default"])
+    # An admin decides any request of their projects in the console, sent to them or not.
+    admin: bool = False
 
 
 class Team(Timing):
     members: list[str] = Field(default_factory=list)
+    # The projects whose agents may name this team in their own spec.channel ("*": all).
+    projects: list[str] = Field(default_factory=lambda: ["*"])
     slack_channel: str | None = None
     discord_channel: str | None = None
     email: str | None = None
@@ -134,6 +139,9 @@ class Rule(Timing):
 class ProjectConfig(Timing):
     default_target: str | None = None
     policy: PolicyConfig | None = None  # instead of `default_target`
+    # An agent's spec.channel.email.template renders (in a process of its own, on a budget)
+    # only when its project allows it; otherwise the gateway's own template is used.
+    allow_agent_templates: bool = False
 
 
 class WebhookConfig(Strict):
@@ -198,9 +206,10 @@ class RoutingConfig(Strict):
             address = {"channel_id": team.discord_channel}
             ids = [p.discord for p in people]
             targets.append(_members(ChannelName.DISCORD, address, ids, via))
-        if team.email:
+        if team.email:  # the list itself answers too, as one voter (its members' replies)
             address = {"address": team.email}
-            targets.append(_members(ChannelName.EMAIL, address, [p.email for p in people], via))
+            ids = [team.email, *[p.email for p in people]]
+            targets.append(_members(ChannelName.EMAIL, address, ids, via))
         return targets or [_members(ChannelName.WEB, {}, [p.email for p in people], via)]
 
     def _person_targets(self, name: str, via: str) -> list[Target]:
@@ -222,6 +231,37 @@ class RoutingConfig(Strict):
                 _target(ChannelName.EMAIL, {"address": person.email}, [person.email], via)
             )
         return targets or [_members(ChannelName.WEB, {}, [person.email], via)]
+
+    def allows_agent_templates(self, project: str) -> bool:
+        configured = self.projects.get(project)
+        return configured is not None and configured.allow_agent_templates
+
+    def check_project(self, ref: str, project: str) -> None:
+        """An agent of `project` may name this team or person (their `projects`); else
+        InvalidInput. Rules, keys and projects the operator configured are not checked."""
+        kind, _, name = ref.partition(":")
+        found: Team | Person | None = (self.teams if kind == "team" else self.people).get(name)
+        if found is not None and not {"*", project} & set(found.projects):
+            raise InvalidInput(f"{kind} {name!r} is not available to project {project!r}")
+
+    def warnings(self) -> list[str]:
+        """What `gateway check` warns about: team channels nobody may answer in, and teams
+        every project's agents may name while there is more than one project."""
+        found = []
+        for name, team in self.teams.items():
+            people = [self.people[m] for m in team.members]
+            for channel, where, ids in (
+                ("Slack", team.slack_channel, [p.slack for p in people]),
+                ("Discord", team.discord_channel, [p.discord for p in people]),
+            ):
+                if where and not any(ids):
+                    found.append(
+                        f"team {name}: its {channel} channel accepts nobody (no member has "
+                        f"a {channel} id); only the operator can answer there"
+                    )
+            if "*" in team.projects and len(self.projects) > 1:
+                found.append(f"team {name}: every project's agents may name it (set projects)")
+        return found
 
     def discord_dm(self, user_id: str) -> dict[str, Any]:
         """A DM address, with the channel of the first team listing that person as the

@@ -24,6 +24,9 @@ class Settings(EnvSettings):
     secret_key: SecretStr | None = None
     public_url: str | None = None
     webhook_allow_private: bool = False
+    # escalate_email may mail configured people, and addresses at these domains
+    # (comma-separated, e.g. "example.com,ops.example.com"); nobody else.
+    email_allowed_domains: str = ""
     max_body_bytes: int = Field(default=2 * 1024 * 1024, ge=1024)
     log_level: str = "info"
     # `json`: one JSON object per line (time, level, logger, message, request_id, exception).
@@ -64,6 +67,12 @@ class Settings(EnvSettings):
     @cached_property
     def webhook_delays(self) -> tuple[float, ...]:
         return tuple(float(part) for part in self.webhook_retry_schedule.split(","))
+
+    @cached_property
+    def allowed_domains(self) -> frozenset[str]:
+        return frozenset(
+            d.strip().lower() for d in self.email_allowed_domains.split(",") if d.strip()
+        )
 
     @property
     def is_sqlite(self) -> bool:

@@ -15,7 +15,7 @@ import pytest
 
 from gateway.app import create_app
 from gateway.vocabulary import KeyScope
-from tests.services.inprocess import RunningGateway
+from tests.services.inprocess import RunningGateway, running_gateway, test_settings
 
 API = "/humanlayer/v1"
 HTTP_METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
@@ -100,6 +100,13 @@ async def post_ok(client: httpx.AsyncClient, path: str, body: dict[str, Any]) ->
     response = await client.post(path, json=body)
     assert response.status_code == 200, response.text
     return response.json()
+
+
+@pytest.fixture
+async def gateway(db_url: str) -> AsyncIterator[RunningGateway]:
+    """The plain gateway, letting escalate_email mail the escalation's a.test addresses."""
+    async with running_gateway(test_settings(db_url, email_allowed_domains="a.test")) as running:
+        yield running
 
 
 @pytest.fixture

@@ -60,7 +60,10 @@ def target(
 def sre(via: str) -> list[dict[str, Any]]:
     return [
         target("slack", {"channel": "C9"}, ["U1", "U2"], via),
-        target("email", {"address": "sre@example.com"}, ["alice@example.com"], via),
+        # The list answers too, as one voter (its members reply to the list's copy).
+        target(
+            "email", {"address": "sre@example.com"}, ["sre@example.com", "alice@example.com"], via
+        ),
     ]
 
 

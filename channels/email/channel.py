@@ -7,6 +7,7 @@ from an MTA pipe or a provider) goes through one pipeline (`inbound.Inbox`).
 from __future__ import annotations
 
 import hmac
+import logging
 from dataclasses import replace
 from email.message import EmailMessage
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 import aiosmtplib
 from fastapi import FastAPI, Request
 
-from channels.email import compose, imap, smtp
+from channels.email import agent_template, compose, imap, smtp
 from channels.email.imap import Watcher
 from channels.email.inbound import Inbox
 from channels.email.settings import EmailSettings
@@ -32,6 +33,8 @@ from gateway.seam import (
     reminder_text,
     responses,
 )
+
+log = logging.getLogger(__name__)
 
 KEY_PURPOSE = "email-reply-token"
 
@@ -85,27 +88,54 @@ class EmailChannel:
         await smtp.send(self.settings, message, recipients)
 
     async def send(self, request: RequestView, target: Target, /) -> Sent:
-        if request.link is not None:
-            # The link carries a token for the addressee, who may decide from the page.
-            addressee = str(target.address.get("address") or "") or None
-            request = replace(request, link=self.keys.link(request.rid, addressee))
-        message, people = compose.request_message(
-            request,
-            target,
-            self.settings,
-            self.key(),
-            escalation=target.address.get("escalation_msg"),
-            thread=target.address.get("thread"),
-        )
-        await self._send(message, people.everyone)
+        """One message per recipient, each with its own reply token and link, made for that
+        address: a copy forwarded, or a recipient in Bcc, can only ever answer as itself."""
+        people = compose.recipients(target, compose.email_options(request, target))
+        html = await self._agent_html(request, target)
+        ids: dict[str, str] = {}
+        for address in people.everyone:
+            message = compose.request_message(
+                self._for(request, target, address),
+                target,
+                self.settings,
+                self.key(),
+                to=address,
+                escalation=target.address.get("escalation_msg"),
+                thread=target.address.get("thread"),
+                html=html,
+            )
+            await self._send(message, [address])
+            ids[address] = str(message["Message-ID"])
         ref = {
-            "message_id": str(message["Message-ID"]),
-            "subject": str(message["Subject"]).removeprefix("Re: "),
+            "message_id": ids[people.to[0]],
+            "message_ids": ids,
+            "subject": compose.subject(request, compose.email_options(request, target)),
             "to": people.to,
             "cc": people.cc,
             "bcc": people.bcc,
         }
         return Sent(ref=ref)
+
+    async def _agent_html(self, request: RequestView, target: Target) -> str | None:
+        """The agent's own template, rendered, where its project allows agent templates;
+        None to use ours. Past its budget the delivery fails for good (`OverBudget`)."""
+        template = compose.email_options(request, target).get("template")
+        if not template or not request.agent_templates or target.address.get("escalation_msg"):
+            return None
+        html = await agent_template.render(str(template), compose.template_context(request))
+        if html is None:
+            log.warning("email template of %s was refused; using ours", request.call_id)
+        return html
+
+    def _for(self, request: RequestView, target: Target, address: str) -> RequestView:
+        """The request as `address` sees it: a link that lets them decide when they are one
+        of the target's responders, else the page's link, which asks them to sign in."""
+        if request.link is None:
+            return request
+        deciders = {r.lower() for r in target.responders or []}
+        if target.responders is None or address.lower() in deciders:
+            return replace(request, link=self.keys.link(request.rid, address))
+        return request
 
     async def update(self, request: RequestView, target: Target, ref: dict[str, Any], /) -> None:
         """A note in the thread when the request was decided elsewhere (an email answer got
@@ -129,14 +159,18 @@ class EmailChannel:
         """A reminder in the request's thread to the addresses that have not answered
         (`mention`; the target's address when empty), answerable like the request."""
         people = list(dict.fromkeys(mention)) or [str(target.address["address"])]
-        if request.link is not None and len(people) == 1:
-            # As in `send`: a link only its one addressee may decide from.
-            request = replace(request, link=self.keys.link(request.rid, people[0]))
-        # A retried reminder keeps its Message-ID, so mail clients show one copy.
-        message = compose.reminder(
-            request, ref, people, reminder_text(request), self.settings, self.key(), number
-        )
-        await self._send(message, people)
+        for person in people:  # as in `send`: each their own token and link
+            # A retried reminder keeps its Message-ID, so mail clients show one copy.
+            message = compose.reminder(
+                self._for(request, target, person),
+                ref,
+                [person],
+                reminder_text(request),
+                self.settings,
+                self.key(),
+                number,
+            )
+            await self._send(message, [person])
 
     async def _inbound(self, request: Request) -> dict[str, str]:
         secret = self.settings.email_inbound_secret

@@ -2,14 +2,13 @@
 
 A request email is multipart/alternative (text + HTML from `templates/email/`), with its
 own Message-ID, a per-request Reply-To (`local+<token>@domain`) and `Auto-Submitted` so
-vacation responders stay quiet. A request's own `email.template` renders in a sandboxed
-Jinja2 environment with HumanLayer's context (`event`, `urls`, `type`).
+vacation responders stay quiet. A request's own `email.template` (where its project allows
+agent templates) is rendered by `agent_template` and handed in as `html`.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 from dataclasses import dataclass, field
 from email import policy
 from email.headerregistry import BaseHeader, HeaderRegistry, MessageIDHeader
@@ -19,14 +18,11 @@ from pathlib import Path
 from typing import Any, cast
 
 import jinja2
-from jinja2.sandbox import SandboxedEnvironment
 
 from channels.email import tokens
 from channels.email.settings import EmailSettings
 from gateway.lifecycle import Kind
 from gateway.seam import RequestView, Target, origin_line, shorten
-
-log = logging.getLogger(__name__)
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "email"
 VALUE_LIMIT = 10_000  # characters of one argument before it is cut with a link
@@ -36,7 +32,6 @@ _files = jinja2.Environment(
     undefined=jinja2.StrictUndefined,
     keep_trailing_newline=True,
 )
-_sandbox = SandboxedEnvironment(autoescape=True)
 # The email package writes an id longer than a line (ours run ~80 characters) in In-Reply-To
 # and References as an RFC 2047 encoded word, which no client threads on; parsed as one
 # msg-id they go out as they are. Only for messages whose two headers each hold one id.
@@ -108,20 +103,15 @@ def _context(request: RequestView, escalation: str | None) -> dict[str, Any]:
     }
 
 
-def custom_html(request: RequestView, template: str) -> str | None:
-    """The agent's own template, sandboxed; None (use ours) if it fails to render."""
+def template_context(request: RequestView) -> dict[str, Any]:
+    """HumanLayer's context for an agent's own template (`agent_template.render`)."""
     spec = {k: v for k, v in request.spec.items() if k != "channel"}
-    context = {
+    return {
         "event": {"run_id": request.run_id, "call_id": request.call_id, "spec": spec},
         # HumanLayer templates append "?approve=true" to it: the plain page URL, no token.
         "urls": {"base_url": (request.link or "").split("?", 1)[0]},
         "type": request.kind,
     }
-    try:
-        return _sandbox.from_string(template).render(context)
-    except jinja2.TemplateError as error:
-        log.warning("email template of %s failed (%s); using the default", request.call_id, error)
-        return None
 
 
 def request_message(
@@ -130,33 +120,37 @@ def request_message(
     settings: EmailSettings,
     key: bytes,
     *,
+    to: str,
     escalation: str | None = None,
     thread: list[str] | None = None,
-) -> tuple[EmailMessage, Recipients]:
-    """The email for one target, and who gets it (Bcc only in the envelope)."""
+    html: str | None = None,
+) -> EmailMessage:
+    """The copy of one target's email for one of its recipients, `to`: its reply address and
+    Message-ID carry a token made for `to`. Its To and Cc show who else got it (Bcc never)."""
     options = email_options(request, target)
     people = recipients(target, options)
     context = _context(request, escalation)
-    html = None if escalation else options.get("template")
     message = EmailMessage()
     message["From"] = settings.sender
-    message["To"] = ", ".join(people.to)
-    if people.cc:
+    message["To"] = ", ".join(people.to if to in people.to + people.cc else [to])
+    if people.cc and to in people.to + people.cc:
         message["Cc"] = ", ".join(people.cc)
-    message["Reply-To"] = tokens.reply_address(settings.reply_base, request.rid, key)
+    message["Reply-To"] = tokens.reply_address(settings.reply_base, request.rid, key, to)
     title = subject(request, options)
     message["Subject"] = f"Re: {title}" if escalation else title
     message["Date"] = formatdate(localtime=False)
-    message["Message-ID"] = tokens.message_id(request.rid, key, settings.domain)
+    stable = f"request\n{to}\n{escalation or ''}"  # a retried delivery: the same Message-ID
+    message["Message-ID"] = tokens.message_id(
+        request.rid, key, settings.domain, to=to, stable=stable
+    )
     _thread_headers(message, options, thread)
     message["Auto-Submitted"] = "auto-generated"
     message["X-Auto-Response-Suppress"] = "All"  # Outlook's out-of-office replies
     message.set_content(_files.get_template("request.txt.j2").render(context))
-    rendered = custom_html(request, html) if html else None
     message.add_alternative(
-        rendered or _files.get_template("request.html.j2").render(context), subtype="html"
+        html or _files.get_template("request.html.j2").render(context), subtype="html"
     )
-    return message, people
+    return message
 
 
 def _thread_headers(
@@ -184,11 +178,11 @@ def reply_to(
     message = EmailMessage()
     message["From"] = settings.sender
     message["To"] = to
-    message["Reply-To"] = tokens.reply_address(settings.reply_base, rid, key)
+    message["Reply-To"] = tokens.reply_address(settings.reply_base, rid, key, to)
     title = one_line(str(original.get("Subject", "") or "your reply"))
     message["Subject"] = title if title.lower().startswith("re:") else f"Re: {title}"
     message["Date"] = formatdate(localtime=False)
-    message["Message-ID"] = tokens.message_id(rid, key, settings.domain)
+    message["Message-ID"] = tokens.message_id(rid, key, settings.domain, to=to)
     original_id = one_line(str(original.get("Message-ID", "") or ""))
     if original_id:
         message["In-Reply-To"] = original_id
@@ -217,9 +211,12 @@ def _in_thread(
         message["Cc"] = ", ".join(cc)
     message["Subject"] = f"Re: {ref['subject']}"
     message["Date"] = formatdate(localtime=False)
-    message["Message-ID"] = tokens.message_id(rid, key, settings.domain, stable=stable)
-    message["In-Reply-To"] = ref["message_id"]
-    message["References"] = ref["message_id"]
+    one = to[0] if len(to) == 1 and not cc else None  # a token only for a message to one person
+    message["Message-ID"] = tokens.message_id(rid, key, settings.domain, to=one, stable=stable)
+    # Under the copy this person got (each recipient got their own).
+    parent = (ref.get("message_ids") or {}).get(one or "", ref["message_id"])
+    message["In-Reply-To"] = parent
+    message["References"] = parent
     message["Auto-Submitted"] = "auto-generated"
     return message
 
@@ -247,9 +244,10 @@ def reminder(
     """A reminder in the request's thread to `to`, answerable like the request itself: the
     same Reply-To token, and the same instructions under the reminder sentence `text`. Its
     Message-ID depends on the reminder's `number` only, so a retry sends the same message."""
-    stable = f"reminder\n{ref['message_id']}\n{number}"
+    stable = f"reminder\n{ref['message_id']}\n{number}\n{to}"
     message = _in_thread(ref, to, settings, key, request.rid, stable=stable)
-    message["Reply-To"] = tokens.reply_address(settings.reply_base, request.rid, key)
+    one = to[0] if len(to) == 1 else None
+    message["Reply-To"] = tokens.reply_address(settings.reply_base, request.rid, key, one)
     context = _context(request, None) | {"reminder": text}
     message.set_content(_files.get_template("reminder.txt.j2").render(context))
     return message

@@ -30,6 +30,7 @@ from gateway.seam import (
     Refused,
     RequestView,
     Responder,
+    Target,
     Verb,
     already_decided,
     describe,
@@ -39,6 +40,7 @@ from gateway.seam import (
 log = logging.getLogger(__name__)
 
 HOW_TO_ANSWER = "Reply APPROVE, or REJECT followed by your reason."
+MAX_TOKENS = 8  # a reply names one request; more tokens than this are not looked up
 Send = Callable[[EmailMessage, list[str]], Awaitable[None]]
 Key = Callable[[], bytes]  # the key of reply tokens, derived from GATEWAY_SECRET_KEY
 
@@ -91,28 +93,57 @@ class Inbox:
         automatic = reading.is_automatic(message)
         if automatic:
             return Handled("ignored", f"automatic mail ({automatic})")
-        rid = tokens.rid_from_headers(message, self.settings.reply_base, self.key())
-        rid = rid or tokens.rid_from_thread(message, self.key())
-        if rid is None:
-            return Handled("ignored", "no valid reply token or thread id")
         sender = reading.sender(message)
+        found = await self._find(message, sender)
+        if found is None:
+            return Handled("ignored", "no valid reply token or thread id")
+        request, made_for = found
         if sender is None:
-            return Handled("ignored", "the From header is not one clean address", rid)
-        if self.settings.email_require_dmarc and not reading.dmarc_passed(
+            return Handled("ignored", "the From header is not one clean address", request.rid)
+        dmarc = self.settings.email_require_dmarc
+        if dmarc and not reading.dmarc_passed(
             message, self.settings.email_trusted_authserv_id or ""
         ):
-            return Handled("ignored", f"no dmarc=pass for {sender} from a trusted server", rid)
-        request = await self.answers.view(rid)
-        if request is None:
-            return Handled("ignored", "the request no longer exists", rid)
-        return await self._answer(message, key, request, sender)
+            return Handled(
+                "ignored", f"no dmarc=pass for {sender} from a trusted server", request.rid
+            )
+        voter = _voter(request, sender, made_for, trusted=dmarc)
+        if voter is None:
+            why = (
+                f"{sender} is not one of the people this copy was sent to; "
+                "answer from your own copy of the request"
+            )
+            return await self._refuse(message, request, sender, why)
+        return await self._answer(message, key, request, sender, voter)
+
+    async def _find(
+        self, message: EmailMessage, sender: str | None
+    ) -> tuple[RequestView, str | None] | None:
+        """The request a reply names, and the recipient its token was made for (None: a
+        token from before tokens were made per recipient); None when no token verifies."""
+        key = self.key()
+        found = tokens.tokens_in_headers(message, self.settings.reply_base)
+        found += tokens.tokens_in_thread(message)
+        requests: dict[str, RequestView | None] = {}
+        for token in found[:MAX_TOKENS]:
+            if token.rid not in requests:
+                requests[token.rid] = await self.answers.view(token.rid)
+            request = requests[token.rid]
+            if request is None:
+                continue
+            for address in dict.fromkeys([*([sender] if sender else []), *_addresses(request)]):
+                if token.made_for(key, address):
+                    return request, address.lower()
+            if token.made_for(key, None):
+                return request, None
+        return None
 
     async def _answer(
-        self, message: EmailMessage, key: str, request: RequestView, sender: str
+        self, message: EmailMessage, key: str, request: RequestView, sender: str, voter: str
     ) -> Handled:
-        address = _recipient(request, sender)
+        address = _recipient(request, voter)
         if address is None:  # a reply address is for the people the request went to
-            why = f"{sender} is not one of the people this request was sent to"
+            why = f"{voter} is not one of the people this request was sent to"
             return await self._refuse(message, request, sender, why)
         if request.status != Status.PENDING:
             return await self._late(message, key, request, sender)
@@ -176,6 +207,40 @@ class Inbox:
 
     async def _reload(self, request: RequestView) -> RequestView:
         return await self.answers.view(request.rid) or request
+
+
+def _voter(request: RequestView, sender: str, made_for: str | None, *, trusted: bool) -> str | None:
+    """Who a reply answers as: its From when a trusted server vouched for it (DMARC), or
+    when the copy it answers was made for that address; a member of a team's list who
+    answers the list's copy answers as the list (one voter however many members reply).
+    Anyone else (a forward, a forged From) answers as nobody."""
+    if trusted or made_for == sender:
+        return sender
+    for target in request.route:
+        if target["channel"] != ChannelName.EMAIL:
+            continue
+        sent_to = _sent_to(request, target)
+        if made_for not in sent_to[:1]:
+            continue
+        # The list's members: who may answer there without having been sent a copy.
+        members = {str(r).lower() for r in target.get("responders") or []}
+        if sender in members - set(sent_to):
+            return made_for
+    return None
+
+
+def _sent_to(request: RequestView, target: dict[str, Any]) -> list[str]:
+    """The addresses an email target's copies went to (one each): its address first."""
+    routed = Target.model_validate(target)
+    people = compose.recipients(routed, compose.email_options(request, routed))
+    return [address.lower() for address in people.everyone]
+
+
+def _addresses(request: RequestView) -> list[str]:
+    """Every address the request's emails went to (each copy's token was made for one)."""
+    emailed = [t for t in request.route if t["channel"] == ChannelName.EMAIL]
+    found = [a for target in emailed for a in _sent_to(request, target)]
+    return list(dict.fromkeys(found))
 
 
 def _recipient(request: RequestView, sender: str) -> str | None:

@@ -36,6 +36,8 @@ async def run_checks(
             f"ok   config: {len(config.people)} people, {len(config.teams)} teams, "
             f"{len(config.rules)} rules"
         )
+        for warning in config.warnings():
+            print(f"warn {warning}")
     except ValueError as error:
         problems.append(f"config: {error}")
     for name, factory in channels.items():
@@ -74,9 +76,11 @@ def _report(problems: list[str]) -> int:
 
 
 def _stale_key_targets(config: RoutingConfig, keys: list[ApiKeyRow]) -> list[str]:
-    """Keys whose default target the current config no longer defines."""
+    """Keys whose default target, or bound person, the current config no longer defines."""
     problems = []
     for key in keys:
+        if key.person and key.revoked_at is None and key.person not in config.people:
+            problems.append(f"api key {key.id} ({key.prefix}…): votes as unknown {key.person!r}")
         if key.target and key.revoked_at is None:
             try:
                 config.expand(key.target, via=f"api key {key.id}")

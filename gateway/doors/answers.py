@@ -13,6 +13,7 @@ from gateway.answers.verbs import decision_for, option
 from gateway.core import Core
 from gateway.errors import Conflict, NotAllowed
 from gateway.lifecycle import Kind, Status
+from gateway.policies import votes
 from gateway.policies.votes import OPERATOR, person_of
 from gateway.seam.answers import Answered, Form, Refusal, Refused
 from gateway.seam.callbacks import Verb
@@ -21,7 +22,7 @@ from gateway.seam.targets import responders_through
 from gateway.seam.views import RequestView
 from gateway.store import requests as request_store
 from gateway.store.rows import RequestRow
-from gateway.vocabulary import ChannelName
+from gateway.vocabulary import AnsweredIn, ChannelName
 
 
 class AnswerDoor:
@@ -98,14 +99,26 @@ class AnswerDoor:
         row, project = await self.core.db.read(request_store.get_with_project, rid)
         if row is None or project is None:
             return Refused(Refusal.GONE, "this request no longer exists")
-        channel = _channel_of(responder)
-        allowed = responders_through(json.loads(row.route_json), channel) if channel else None
-        operator = person_of(self.core.config, responder.user_info()) == OPERATOR
-        if allowed is not None and responder.id not in allowed and not operator:
+        if not self._may_answer(row, responder):
             return Refused(Refusal.NOT_ALLOWED, "you are not allowed to answer this request")
         if row.status != Status.PENDING:
             return Refused(Refusal.DECIDED, already_decided(row))
         return row, project
+
+    def _may_answer(self, row: RequestRow, responder: Responder) -> bool:
+        """A platform's people answer where the route lets them. In the console, the
+        operator and admins answer anything; anyone else only what was sent to them (as a
+        person, a team member, or a request sent to the console and nobody in particular)."""
+        config, info = self.core.config, responder.user_info()
+        person = person_of(config, info)
+        if person == OPERATOR or votes.is_admin(config, person):
+            return True
+        route = json.loads(row.route_json)
+        if responder.via == AnsweredIn.WEB:
+            return bool(votes.counted_targets(config, route, info, person))
+        channel = _channel_of(responder)
+        allowed = responders_through(route, channel) if channel else None
+        return allowed is None or responder.id in allowed
 
 
 def _channel_of(responder: Responder) -> ChannelName | None:

@@ -73,8 +73,9 @@ class Plan:
 class _Builder:
     """Collects targets while a policy tree is built over them."""
 
-    def __init__(self, config: RoutingConfig) -> None:
+    def __init__(self, config: RoutingConfig, project: str) -> None:
         self.config = config
+        self.project = project
         self.targets: list[Target] = []
         self.teams: list[str] = []  # teams named, for their timing settings
 
@@ -113,11 +114,15 @@ class _Builder:
 
     def channel(self, channel: ContactChannel, delay: float = 0.0) -> Node | None:
         """A request's `spec.channel`: its own channels, then its composite branches."""
-        nodes: list[Node] = []
+        refs = []
         if channel.team:
-            nodes.append(self.ref(f"team:{channel.team}", "spec.channel"))
+            refs.append(f"team:{channel.team}")
         if channel.person:
-            nodes.append(self.ref(f"person:{channel.person}", "spec.channel"))
+            refs.append(f"person:{channel.person}")
+        nodes: list[Node] = []
+        for ref in refs:
+            self.config.check_project(ref, self.project)  # another project's people: 422
+            nodes.append(self.ref(ref, "spec.channel"))
         direct = channel.model_copy(update={"team": None, "person": None})
         nodes += self.leaves(channel_targets(self.config, direct))
         for branch in channel.any_of or channel.all_of or []:
@@ -157,8 +162,9 @@ def plan(
     key_target: str | None,
     project: ProjectConfig | None,
     project_target: str | None,
+    project_name: str = "default",
 ) -> Plan:
-    builder = _Builder(config)
+    builder = _Builder(config, project_name)
     rule = next((r for r in config.rules if r.matches(kind, fn, run_id)), None)
     root = builder.channel(channel) if channel is not None else None
     if rule is not None:  # the operator's rule is a floor: the agent's channels only add

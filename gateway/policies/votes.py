@@ -50,6 +50,12 @@ def person_of(config: RoutingConfig, info: dict[str, Any]) -> str:
     return f"{via}:{ident}"
 
 
+def is_admin(config: RoutingConfig, person: str) -> bool:
+    """A configured person with `admin = true`: decides any request in the console."""
+    configured = config.people.get(person.removeprefix("person:"))
+    return person.startswith("person:") and configured is not None and configured.admin
+
+
 def _ids_of(config: RoutingConfig, person: str) -> set[str]:
     """Every platform id a configured person answers with."""
     configured = config.people.get(person.removeprefix("person:"))

@@ -33,6 +33,8 @@ class RequestView:
     expires_at: datetime | None = None  # when it fails closed (gateway.policies.timers)
     # Write-only values the agent sent (a per-request Slack bot token); never echoed.
     secrets: dict[str, str] = field(default_factory=dict, repr=False)
+    # Whether its project lets the agent's own templates render (`allow_agent_templates`).
+    agent_templates: bool = False
 
     @property
     def options(self) -> list[dict[str, Any]]:

@@ -25,7 +25,7 @@ from channels.web.auth import hash_password
 from gateway.store import outbox as outbox_store
 from gateway.store.rows import JobRow
 from gateway.vocabulary import JobKind, JobStatus
-from tests.channels.email.helpers import email_settings, reply, sent_for
+from tests.channels.email.helpers import email_settings, post_inbound, reply, sent_for
 from tests.channels.slack.helpers import click, modal_submit, send, slack_channel
 from tests.factories import RequestFactory
 from tests.fakes.slack import Call, FakeSlack
@@ -193,6 +193,18 @@ def the_post(fake: FakeSlack, channel: str) -> tuple[str, dict[str, Any]]:
     return ts, message
 
 
+async def recorded_post(gw: RunningGateway, fake: FakeSlack, call_id: str) -> str:
+    """The ts of the request's post in C9, once the gateway recorded it as sent (a click
+    names its post: one that arrives before the post is recorded counts for no copy)."""
+
+    async def sent() -> bool:
+        deliveries = (await events(gw, call_id))["deliveries"]
+        return any(d["channel"] == "slack" and d["status"] == "sent" for d in deliveries)
+
+    await eventually(sent, within=5)
+    return the_post(fake, "C9")[0]
+
+
 def event_types(thread: list[dict[str, Any]]) -> list[str]:
     return [str((m.get("metadata") or {}).get("event_type")) for m in thread]
 
@@ -215,15 +227,6 @@ async def decided_in_slack(fake: FakeSlack, channel: str) -> dict[str, Any]:
 
     await eventually(no_buttons, within=5)
     return the_post(fake, channel)[1]
-
-
-async def post_inbound(gw: RunningGateway, raw: bytes) -> dict[str, str]:
-    headers = {"Content-Type": "message/rfc822", "Authorization": "Bearer inbound-secret"}
-    async with httpx.AsyncClient(base_url=gw.base_url, timeout=30) as client:
-        response = await client.post("/email/inbound", content=raw, headers=headers)
-    assert response.status_code == 200, response.text
-    result: dict[str, str] = response.json()
-    return result
 
 
 async def jobs_of(gw: RunningGateway, rid: str) -> list[JobRow]:
@@ -294,7 +297,9 @@ async def _approved_in_slack_only(
     ts, posted = the_post(fake, "C9")
     assert buttons(posted) == [f"gw:approve:{made.rid}", f"gw:reject:{made.rid}"]
 
-    assert (await send(gw, click(fake, made.rid, "gw_approve"))).status_code == 200
+    assert (
+        await send(gw, click(fake, made.rid, "gw_approve", channel="C9", ts=ts))
+    ).status_code == 200
     pending = await progress_reaches(gw, call_id, 1)
     assert pending["gateway_status"] == "pending"
     assert pending["status"]["approved"] is None  # the SDK keeps waiting
@@ -465,7 +470,8 @@ async def test_a_delayed_any_of_branch_is_contacted_at_its_time(
     assert [
         call for call, when in fake.arrived if call.method == "chat.postMessage" and when < due
     ] == []
-    await send(stack, click(fake, made.rid, "gw_approve", respond_id="late"))
+    ts = await recorded_post(stack, fake, "later")
+    await send(stack, click(fake, made.rid, "gw_approve", respond_id="late", channel="C9", ts=ts))
     answer = await decided(stack, "later")
     assert answer["status"]["approved"] is True
     assert answer["status"]["user_info"]["channel"] == "slack"
@@ -489,7 +495,8 @@ async def test_an_approval_in_a_branch_opened_later_counts_after_an_earlier_one(
     }
     made = await request_factory(stack, "opened-later", fn="deploy", channel=channel)
     await fake.wait_for("chat.postMessage", 1, include_failed=False)
-    await send(stack, click(fake, made.rid, "gw_approve", user="U0ALICE"))
+    ts = await recorded_post(stack, fake, "opened-later")
+    await send(stack, click(fake, made.rid, "gw_approve", user="U0ALICE", channel="C9", ts=ts))
     await progress_reaches(stack, "opened-later", 1)
     [emailed] = await smtp_sink.wait_for_messages(1)  # the branch opened: she may answer
 

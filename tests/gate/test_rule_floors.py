@@ -38,6 +38,9 @@ approvals_required = 2
 [teams.sec]
 members = ["sam"]
 
+[teams.interns]
+members = ["intern"]
+
 [[rules]]
 fn = "drop_*"
 policy = { all_of = ["team:dba", "team:sec"] }
@@ -104,7 +107,10 @@ async def test_an_agents_own_mailbox_cannot_stand_in_for_the_rule(
     await the_rule_still_decides(floors, made.call_id)
 
 
-async def test_the_mcp_person_argument_only_adds_to_the_rule(floors: RunningGateway) -> None:
+@pytest.mark.parametrize("named", [{"person": "intern"}, {"team": "interns"}])
+async def test_the_mcp_person_or_team_argument_only_adds_to_the_rule(
+    floors: RunningGateway, named: dict[str, str]
+) -> None:
     agent = await floors.new_key("default", name="mcp agent")
     async with mcp_session(floors, agent) as session:
         ticket = await call(
@@ -112,8 +118,8 @@ async def test_the_mcp_person_argument_only_adds_to_the_rule(floors: RunningGate
             "request_approval",
             action="drop_users",
             arguments={"table": "users"},
-            person="intern",
             wait_seconds=0,
+            **named,
         )
     call_id = ticket["call_id"]
     assert (await approve_as(floors, "intern", call_id))["gateway_status"] == "pending"

@@ -134,7 +134,7 @@ def _bodies(request: RequestView) -> tuple[str, str]:
         _env_file=None, smtp_host="localhost", email_from="Approvals <approvals@example.test>"
     )
     target = Target(channel="email", address={"address": "alice@example.org"}, via="test")
-    message, _people = compose.request_message(request, target, settings, b"k" * 32)
+    message = compose.request_message(request, target, settings, b"k" * 32, to="alice@example.org")
     return _part(message, "plain"), _part(message, "html")
 
 

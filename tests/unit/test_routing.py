@@ -180,7 +180,12 @@ def test_team_expands_to_slack_discord_email_with_member_ids(config: RoutingConf
     assert summary(config.expand("team:ops", via="test")) == [
         ("slack", {"channel": "C-OPS"}, ["U-ALICE", "U-BOB"], "test"),
         ("discord", {"channel_id": "999"}, ["111"], "test"),  # bob has no discord id
-        ("email", {"address": "ops@example.com"}, ["alice@example.com", "bob@example.com"], "test"),
+        (
+            "email",
+            {"address": "ops@example.com"},
+            ["ops@example.com", "alice@example.com", "bob@example.com"],
+            "test",
+        ),
     ]
 
 
@@ -328,7 +333,7 @@ def test_spec_channel_team_expands(config: RoutingConfig) -> None:
     assert [(t.channel, t.responders) for t in targets] == [
         ("slack", ["U-ALICE", "U-BOB"]),
         ("discord", ["111"]),
-        ("email", ["alice@example.com", "bob@example.com"]),
+        ("email", ["ops@example.com", "alice@example.com", "bob@example.com"]),
     ]
 
 

@@ -11,6 +11,8 @@ from email.utils import formatdate, make_msgid
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from channels.email.channel import EmailChannel
 from channels.email.settings import EmailSettings
 from tests.helpers import eventually
@@ -159,3 +161,13 @@ async def answers_sent(gateway: RunningGateway) -> None:
     channel = gateway.core.channels["email"]
     assert isinstance(channel, EmailChannel) and channel.inbox is not None
     await channel.inbox.settled()
+
+
+async def post_inbound(gateway: RunningGateway, raw: bytes) -> dict[str, str]:
+    """A raw message posted to `POST /email/inbound`, as an MTA pipe would; what it did."""
+    headers = {"Content-Type": "message/rfc822", "Authorization": "Bearer inbound-secret"}
+    async with httpx.AsyncClient(base_url=gateway.base_url, timeout=30) as client:
+        response = await client.post("/email/inbound", content=raw, headers=headers)
+    assert response.status_code == 200, response.text
+    result: dict[str, str] = response.json()
+    return result

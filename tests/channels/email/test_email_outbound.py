@@ -20,6 +20,7 @@ from tests.channels.email.helpers import (
 )
 from tests.factories import RequestFactory
 from tests.helpers import events, eventually, outbox_idle
+from tests.services.inprocess import write_config
 from tests.services.smtp_sink import SmtpSink
 
 
@@ -38,19 +39,27 @@ async def test_a_request_email_has_threading_headers_both_parts_and_a_reply_toke
     settings = email_settings(smtp_sink)
     async with email_gateway(tmp_path, settings, public_url="https://gw.example.test") as gw:
         rid = (await request_factory(gw, "mail-1", channel=to_alice(**email), settle=True)).rid
-        (sunk,) = sent_for(smtp_sink, "mail-1")
+        copies = {sunk.rcpt_tos[0]: sunk for sunk in sent_for(smtp_sink, "mail-1")}
         key = gw.core.box.subkey(KEY_PURPOSE)
         event_types = [e["type"] for e in (await events(gw, "mail-1"))["events"]]
-    message = sunk.message
+    # One message per recipient, each its own envelope: nobody's copy is anyone else's.
+    assert sorted(copies) == sorted([ALICE, BOB, "audit@example.org"])
+    assert all(len(copy.rcpt_tos) == 1 for copy in copies.values())
+    for address, copy in copies.items():
+        reply_to = str(copy.message["Reply-To"])
+        assert tokens.rid_from_address(reply_to, "approvals@example.test", key, address) == rid
+        other = BOB if address == ALICE else ALICE
+        assert tokens.rid_from_address(reply_to, "approvals@example.test", key, other) is None
+        assert f"/r/{rid}?t=" in copy.message.get_body(("plain",)).get_content()  # type: ignore[union-attr]
+    bcc = copies["audit@example.org"].message
+    assert bcc["To"] == "audit@example.org" and bcc["Cc"] is None  # a Bcc names nobody else
+    message = copies[ALICE].message
     assert message["Subject"] == "Drop the users table?"
     assert message["In-Reply-To"] == "<thread-1@example.org>"
     assert message["References"] == "<thread-0@example.org> <thread-1@example.org>"
     assert message["Auto-Submitted"] == "auto-generated"
     assert message["To"] == ALICE and message["Cc"] == BOB
-    assert "Bcc" not in message and "audit@example.org" in sunk.rcpt_tos  # envelope only
-    assert sorted(sunk.rcpt_tos) == sorted([ALICE, BOB, "audit@example.org"])
-    reply_to = str(message["Reply-To"])
-    assert tokens.rid_from_address(reply_to, "approvals@example.test", key) == rid
+    assert "Bcc" not in message and "audit@example.org" not in str(message)
     assert re.fullmatch(r"<[0-9a-f]+\.[a-z0-9]+\.[a-z0-9]+@example\.test>", message["Message-ID"])
     assert message.get_content_type() == "multipart/alternative"
     text = message.get_body(("plain",)).get_content()  # type: ignore[union-attr]
@@ -61,6 +70,24 @@ async def test_a_request_email_has_threading_headers_both_parts_and_a_reply_toke
     assert "delivered" in event_types
 
 
+def allowing_templates(tmp_path: Path) -> Path:
+    """A routing config whose default project lets its agents' templates render."""
+    return write_config(
+        tmp_path / "routing.toml", "[projects.default]\nallow_agent_templates = true\n"
+    )
+
+
+async def test_an_agents_template_is_ignored_unless_its_project_allows_it(
+    tmp_path: Path, smtp_sink: SmtpSink, request_factory: RequestFactory
+) -> None:
+    template = "<h1>Pay {{ event.spec.kwargs.name }} now: http://phish.example</h1>"
+    async with email_gateway(tmp_path, email_settings(smtp_sink)) as gw:
+        await request_factory(gw, "tpl-0", channel=to_alice(template=template), settle=True)
+    (sunk,) = sent_for(smtp_sink, "tpl-0")
+    html = sunk.message.get_body(("html",)).get_content()  # type: ignore[union-attr]
+    assert "phish.example" not in html and "drop_table" in html
+
+
 async def test_the_agents_own_template_renders_with_humanlayers_context(
     tmp_path: Path, smtp_sink: SmtpSink, request_factory: RequestFactory
 ) -> None:
@@ -68,7 +95,10 @@ async def test_the_agents_own_template_renders_with_humanlayers_context(
         "<h1>{{ event.spec.fn }} for {{ event.run_id }}</h1>{{ event.spec.kwargs.name }}"
         "<a href='{{ urls.base_url }}?approve=true'>yes</a> {{ type }}"
     )
-    async with email_gateway(tmp_path, email_settings(smtp_sink), public_url="https://gw") as gw:
+    allowed = allowing_templates(tmp_path)
+    async with email_gateway(
+        tmp_path, email_settings(smtp_sink), public_url="https://gw", config=allowed
+    ) as gw:
         made = await request_factory(
             gw,
             "tpl-1",
@@ -88,7 +118,8 @@ async def test_a_template_the_sandbox_refuses_falls_back_to_ours(
     tmp_path: Path, smtp_sink: SmtpSink, request_factory: RequestFactory
 ) -> None:
     template = "{{ ''.__class__.__mro__[1].__subclasses__() }}"
-    async with email_gateway(tmp_path, email_settings(smtp_sink)) as gw:
+    allowed = allowing_templates(tmp_path)
+    async with email_gateway(tmp_path, email_settings(smtp_sink), config=allowed) as gw:
         await request_factory(gw, "tpl-2", channel=to_alice(template=template), settle=True)
     (sunk,) = sent_for(smtp_sink, "tpl-2")
     html = sunk.message.get_body(("html",)).get_content()  # type: ignore[union-attr]
@@ -150,20 +181,23 @@ async def test_escalation_resends_in_the_thread_to_the_merged_recipients(
             }
         },
     }
-    async with email_gateway(tmp_path, email_settings(smtp_sink)) as gw:
+    allowed = {"email_allowed_domains": "example.org"}
+    async with email_gateway(tmp_path, email_settings(smtp_sink), **allowed) as gw:
         await request_factory(gw, "esc-1", channel=to_alice(**email), settle=True)
-        (first,) = sent_for(smtp_sink, "esc-1")
+        first = {sunk.rcpt_tos[0]: sunk for sunk in sent_for(smtp_sink, "esc-1")}
+        assert sorted(first) == sorted([ALICE, BOB])
         async with gw.client() as client:
             path = "/agent/function_calls/esc-1/escalate_email"
             response = await client.post(path, json=escalation)
             assert response.status_code == 200, response.text
         await eventually(lambda: outbox_idle(gw))
-    second = sent_for(smtp_sink, "esc-1")[-1]
-    assert second is not first
-    assert sorted(second.rcpt_tos) == sorted(
+    later = [s for s in sent_for(smtp_sink, "esc-1") if s not in first.values()]
+    assert sorted(s.rcpt_tos[0] for s in later) == sorted(
         ["lead@example.org", BOB, "ops@example.org", "cto@example.org"]
     )
-    assert second.message["In-Reply-To"] == first.message["Message-ID"]
+    assert all(len(s.rcpt_tos) == 1 for s in later)  # each their own copy and token
+    second = next(s for s in later if s.rcpt_tos == ["lead@example.org"])
+    assert second.message["In-Reply-To"] == first[ALICE].message["Message-ID"]
     assert str(second.message["Subject"]).startswith("Re: ")
     text = second.message.get_body(("plain",)).get_content()  # type: ignore[union-attr]
     assert text.startswith("Nobody answered in an hour: please decide.")

@@ -8,8 +8,6 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-import httpx
-
 from channels.email import tokens
 from channels.email.channel import KEY_PURPOSE, EmailChannel
 from gateway.seam.sentences import reminder_text
@@ -21,6 +19,7 @@ from tests.channels.email.helpers import (
     BOB,
     email_gateway,
     email_settings,
+    post_inbound,
     reply,
     sent_for,
     status,
@@ -58,15 +57,6 @@ def text_of(sunk: SunkMessage) -> str:
     return str(part.get_content())
 
 
-async def post_raw(gw: RunningGateway, raw: bytes) -> dict[str, str]:
-    headers = {"Content-Type": "message/rfc822", "Authorization": "Bearer inbound-secret"}
-    async with httpx.AsyncClient(base_url=gw.base_url, timeout=30) as client:
-        response = await client.post("/email/inbound", content=raw, headers=headers)
-    assert response.status_code == 200, response.text
-    result: dict[str, str] = response.json()
-    return result
-
-
 def plain_reply(in_reply_to: str) -> bytes:
     """Alice's "approve", sent to the plain address: only the thread names the request."""
     headers = [
@@ -85,14 +75,15 @@ async def test_a_reminder_threads_under_the_request_to_those_who_have_not_answer
 ) -> None:
     async with email_gateway(tmp_path, email_settings(smtp_sink)) as gw:
         rid = (await request_factory(gw, "rem-1", channel=to_alice(**WITH_BOB), settle=True)).rid
-        (first,) = sent_for(smtp_sink, "rem-1")
-        view, message_id = await remind(gw, rid, [BOB])
+        copies = {sunk.rcpt_tos[0]: sunk for sunk in sent_for(smtp_sink, "rem-1")}
+        view, _ = await remind(gw, rid, [BOB])
         key = gw.core.box.subkey(KEY_PURPOSE)
     reminder = sent_for(smtp_sink, "rem-1")[-1]
-    assert reminder is not first
+    first = copies[BOB]  # the reminder goes under Bob's own copy, with his own token
+    assert reminder not in copies.values()
     assert reminder.rcpt_tos == [BOB] and reminder.message["To"] == BOB
     assert reminder.message["Cc"] is None
-    assert message_id == first.message["Message-ID"]
+    message_id = str(first.message["Message-ID"])
     assert reminder.message["In-Reply-To"] == message_id
     assert reminder.message["References"] == message_id
     # On the wire as written, not as an RFC 2047 encoded word no client threads on.
@@ -102,7 +93,8 @@ async def test_a_reminder_threads_under_the_request_to_those_who_have_not_answer
     assert reminder.message["Subject"] == f"Re: {first.message['Subject']}"
     assert reminder.message["Reply-To"] == first.message["Reply-To"]
     reply_to = str(reminder.message["Reply-To"])
-    assert tokens.rid_from_address(reply_to, "approvals@example.test", key) == rid
+    assert tokens.rid_from_address(reply_to, "approvals@example.test", key, BOB) == rid
+    assert tokens.rid_from_address(reply_to, "approvals@example.test", key, ALICE) is None
     text = text_of(reminder)
     assert text.startswith(reminder_text(view) + ".")
     assert "Reminder: this request is still waiting for a decision (1 of 2 approvals)" in text
@@ -116,7 +108,7 @@ async def test_a_reminder_with_nobody_to_mention_goes_to_the_targets_address(
     async with email_gateway(tmp_path, email_settings(smtp_sink)) as gw:
         rid = (await request_factory(gw, "rem-2", channel=to_alice(**WITH_BOB), settle=True)).rid
         await remind(gw, rid, [])
-    (_, reminder) = sent_for(smtp_sink, "rem-2")
+    reminder = sent_for(smtp_sink, "rem-2")[-1]
     assert reminder.rcpt_tos == [ALICE] and reminder.message["To"] == ALICE
 
 
@@ -145,7 +137,7 @@ async def test_a_reply_to_the_reminder_decides_its_request(
         await remind(gw, rid, [BOB])
         reminder = sent_for(smtp_sink, "rem-4")[-1]
         answer = reply(reminder.message, "reject: not today", sender=f"Bob <{BOB}>")
-        outcome = await post_raw(gw, answer)
+        outcome = await post_inbound(gw, answer)
         decided, untouched = await status(gw, "rem-4"), await status(gw, "other")
     assert outcome["result"] == "decided", outcome
     assert decided["approved"] is False and decided["comment"] == "not today"
@@ -161,7 +153,7 @@ async def test_a_reply_to_the_reminder_that_lost_its_token_is_found_by_its_threa
         rid = (await request_factory(gw, "rem-5", channel=to_alice(), settle=True)).rid
         await remind(gw, rid, [ALICE])
         reminder = sent_for(smtp_sink, "rem-5")[-1]
-        outcome = await post_raw(gw, plain_reply(str(reminder.message["Message-ID"])))
+        outcome = await post_inbound(gw, plain_reply(str(reminder.message["Message-ID"])))
         decided, untouched = await status(gw, "rem-5"), await status(gw, "other")
     assert outcome["result"] == "decided", outcome
     assert decided["approved"] is True and decided["user_info"]["email"] == ALICE

@@ -112,6 +112,7 @@ class ConsolePages:
             ("/r/{rid}", self.request_link, "GET"),
             ("/r/{rid}", self.decide_by_link, "POST"),
             ("/console/webhooks", self.webhooks_page, "GET"),
+            ("/console/keys", self.keys_page, "GET"),
             ("/console/webhooks/jobs/{job_id}/redeliver", self.redeliver, "POST"),
             ("/console/channels", self.channels_page, "GET"),
             ("/console/events", self.events, "GET"),
@@ -375,6 +376,14 @@ class ConsolePages:
             csrf=self._csrf(viewer),
             notice=await take_flash(self.context, viewer, "/console/webhooks"),
         )
+
+    async def keys_page(self, request: Request) -> Response:
+        """The API keys of the projects the person sees: each key's scope and person."""
+        viewer = viewer_of(request)
+        if viewer is None:
+            return _to_sign_in(request)
+        keys = await self.console.keys(viewer.sees)
+        return render.page("keys.html", keys=keys, viewer=viewer, csrf=self._csrf(viewer))
 
     async def redeliver(self, request: Request, job_id: int) -> Response:
         checked = await self._signed_in_form(request)

@@ -23,6 +23,7 @@ from gateway.seam.console import (
     EndpointView,
     EventView,
     Filters,
+    KeyView,
     LiveSession,
     LoginUse,
     Sees,
@@ -154,6 +155,22 @@ class ConsoleDoor:
             if hook.project_id in visible
         ]
         return endpoints, [_webhook_job(job) for job in jobs]
+
+    async def keys(self, sees: Sees) -> list[KeyView]:
+        rows = await self.db.read(project_store.list_keys)
+        return [
+            KeyView(
+                key.id or 0,
+                project,
+                key.prefix,
+                key.name,
+                key.scope,
+                key.person,
+                key.revoked_at is not None,
+            )
+            for key, project in rows
+            if sees(project)
+        ]
 
     async def redeliver(self, job_id: int, sees: Sees) -> bool:
         return await self.db.write(console_store.redeliver_webhook, job_id, sees)

@@ -93,6 +93,19 @@ class EndpointView:
 
 
 @dataclass(frozen=True)
+class KeyView:
+    """An API key as the console lists it: what it may do, never the key itself."""
+
+    id: int
+    project: str
+    prefix: str
+    name: str
+    scope: str  # agent, responder or admin
+    person: str | None  # who a responder key votes as
+    revoked: bool
+
+
+@dataclass(frozen=True)
 class WebhookJobView:
     id: int
     endpoint_id: int | None
@@ -183,6 +196,10 @@ class Console(Protocol):
     async def next_timer(self, rid: str) -> TimerView | None: ...
     async def webhooks(self, sees: Sees) -> tuple[list[EndpointView], list[WebhookJobView]]:
         """The endpoints and recent deliveries of the projects the person may see."""
+        ...
+
+    async def keys(self, sees: Sees) -> list[KeyView]:
+        """The API keys of the projects the person may see, with their scopes."""
         ...
 
     async def redeliver(self, job_id: int, sees: Sees) -> bool:

@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from channels.web.auth import hash_password
+from gateway.vocabulary import KeyScope
 from tests.factories import RequestFactory
 from tests.services.inprocess import RunningGateway, running_gateway, write_config
 from tests.services.inprocess import test_settings as settings_for
@@ -98,3 +99,23 @@ async def test_a_request_sent_to_the_console_alone_is_anyones_to_decide(
     code, text = await press_approve(console, "mallory@example.com", made.rid)
     assert code in (200, 303), text
     assert await status_of(console, made.call_id) == "approved"
+
+
+async def test_the_console_lists_each_keys_scope_and_person(console: RunningGateway) -> None:
+    await console.new_key("default", name="the agent")
+    await console.new_key("default", name="alices", scope=KeyScope.RESPONDER, person="alice")
+    headers = {"Origin": console.base_url}
+    async with httpx.AsyncClient(base_url=console.base_url, headers=headers) as browser:
+        await browser.post(
+            "/console/login", data={"email": "root@example.com", "password": PASSWORD}
+        )
+        page = await browser.get("/console/keys")
+    assert page.status_code == 200, page.text
+    rows = re.findall(
+        r"<td>([^<]*)</td>\s*<td data-scope=\"(\w+)\">\w+</td><td>([^<]*)</td>", page.text
+    )
+    assert set(rows) == {
+        ("test", "admin", ""),
+        ("the agent", "agent", ""),
+        ("alices", "responder", "alice"),
+    }

@@ -17,6 +17,7 @@ import pytest
 from standardwebhooks.webhooks import Webhook
 
 from gateway.store import votes as vote_store
+from gateway.vocabulary import KeyScope
 from tests.factories import rid_of
 from tests.helpers import add_webhook, events, jobs
 from tests.services.crashable import Crashable
@@ -164,14 +165,15 @@ async def approve(gateway: RunningGateway, call_id: str, key: str, comment: str)
 async def test_two_approvals_completing_a_quorum_at_once_decide_once(
     quorum_gateway: RunningGateway, receiver: WebhookReceiver
 ) -> None:
-    """An API key is one operator: four keys are four people. Two approve one by one, then
-    the last two at the same instant; either would make the third approval. The one whose
-    transaction comes second finds the request decided: it gets 409 and its vote is not
-    stored, as for any late answer."""
+    """Four responder keys bound to the four DBAs are four people. Two approve one by one,
+    then the last two at the same instant; either would make the third approval. The one
+    whose transaction comes second finds the request decided: it gets 409 and its vote is
+    not stored, as for any late answer."""
     gateway = quorum_gateway
     secret = await add_webhook(gateway, receiver.url)
-    keys = [gateway.api_key] + [
-        await gateway.new_key("default", name=f"operator {n}") for n in (2, 3, 4)
+    keys = [
+        await gateway.new_key("default", name=p, scope=KeyScope.RESPONDER, person=p)
+        for p in ("alice", "bob", "carol", "dave")
     ]
     for round_ in range(ROUNDS):
         call_id = f"quorum-{round_}"

@@ -98,23 +98,31 @@ async def test_a_platform_outage_at_start_never_holds_up_the_api(
         process = GatewayProcess(tmp_path, outage_env(doors, smtp_sink, dovecot))
         await asyncio.to_thread(process.start)
         try:
-            await _while_down(process, outage)
-            await _after_recovery(process, doors, discord_fake, slack_fake, smtp_sink, dovecot)
+            admin = await _while_down(process, outage)
+            await _after_recovery(
+                process, admin, doors, discord_fake, slack_fake, smtp_sink, dovecot
+            )
         finally:
             await asyncio.to_thread(process.stop)
 
 
-async def _while_down(process: GatewayProcess, outage: str) -> None:
+async def _while_down(process: GatewayProcess, outage: str) -> str:
+    """The agent's key (first start's) creates; channel states and deliveries are read with
+    an admin key, made once the creates were timed. Returns that key."""
     assert process.started_at is not None
     headers = {"Authorization": f"Bearer {process.api_key}"}
-    async with httpx.AsyncClient(base_url=process.api_base, headers=headers, timeout=5) as api:
+    async with httpx.AsyncClient(base_url=process.api_base, headers=headers, timeout=5) as agent:
         for call_id, channel in ROUTES.items():
-            created = await api.post("/function_calls", json=request_body(call_id, channel=channel))
+            body = request_body(call_id, channel=channel)
+            created = await agent.post("/function_calls", json=body)
             assert created.status_code == 200, created.text
         served_after = time.monotonic() - process.started_at
         assert served_after < SERVES_WITHIN, (
             f"first create answered {served_after:.2f} s after start"
         )
+    admin = await asyncio.to_thread(process.new_key, "admin", "--name", "operator")
+    headers = {"Authorization": f"Bearer {admin}"}
+    async with httpx.AsyncClient(base_url=process.api_base, headers=headers, timeout=5) as api:
 
         async def all_down() -> bool:
             states = await connections(api, process.base_url)
@@ -134,10 +142,12 @@ async def _while_down(process: GatewayProcess, outage: str) -> None:
             assert (states[name] or "").partition(":")[0] in ("connecting", "retrying"), states
         for call_id in ("to-discord", "to-slack"):
             assert await delivery_status(api, process.base_url, call_id) in ("queued", "retrying")
+    return admin
 
 
 async def _after_recovery(
     process: GatewayProcess,
+    admin: str,
     doors: dict[str, Door],
     discord_fake: FakeDiscord,
     slack_fake: FakeSlack,
@@ -151,7 +161,7 @@ async def _after_recovery(
     await doors["discord"].open(discord_fake.port)
     await doors["slack"].open(slack_fake.port)
     await doors["imap"].open(dovecot.imap_port)
-    headers = {"Authorization": f"Bearer {process.api_key}"}
+    headers = {"Authorization": f"Bearer {admin}"}
     async with httpx.AsyncClient(base_url=process.api_base, headers=headers, timeout=30) as api:
 
         async def all_up() -> bool:

@@ -70,15 +70,19 @@ class Cluster:
     replicas: list[Replica] = field(default_factory=list)
 
     async def start(self) -> Replica:
-        """One more replica; the first one creates the API key that all of them accept."""
+        """One more replica. After the first one starts, an admin key (the operator's: the
+        tests respond and read /gateway/v1) is made on the shared database for all of them."""
         process = GatewayProcess(self.workdir, self.env)
         try:
             await asyncio.to_thread(process.start)
         except BaseException:
             await asyncio.to_thread(process.kill)  # one that never became healthy runs on
             raise
-        key = process.api_key or (self.replicas[0].api_key if self.replicas else "")
-        assert key, "the first replica prints the API key it created"
+        if self.replicas:
+            key = self.replicas[0].api_key
+        else:
+            assert process.api_key, "the first replica prints the (agent) key it created"
+            key = await asyncio.to_thread(process.new_key, "admin", "--name", "operator")
         replica = Replica(process, key)
         self.replicas.append(replica)
         return replica

@@ -341,8 +341,9 @@ class Gateway:
 def gateway_server(
     database_url: str, label: str, *, api_key: str | None = None
 ) -> Iterator[Gateway]:
-    """`python -m gateway serve` in a subprocess on a free 127.0.0.1 port. `api_key`: for a
-    replica joining a database whose first replica already printed (created) the key."""
+    """`python -m gateway serve` in a subprocess on a free 127.0.0.1 port, with an admin key
+    made after its first start. `api_key`: for a replica joining a database whose first
+    replica already has that key."""
     with tempfile.TemporaryDirectory(prefix="gw-bench-") as tmp:
         workdir = Path(tmp)
         env = {
@@ -356,6 +357,10 @@ def gateway_server(
         process = GatewayProcess(workdir, env=env)
         try:
             process.start(timeout=60)
+            if process.api_key is not None:
+                # First start printed an agent key; a bench also answers and reads
+                # /gateway/v1, as the operator does: it uses an admin key.
+                process.api_key = process.new_key("admin", "--name", "bench operator")
             process.api_key = process.api_key or api_key
             if process.api_key is None:
                 raise RuntimeError("gateway printed no API key:\n" + "".join(process.output))

@@ -69,7 +69,10 @@ def _email_thread(tx: Tx, rid: str) -> list[str]:
         for d in request_store.list_deliveries(tx, [rid])
         if d.channel == ChannelName.EMAIL and d.status == DeliveryStatus.SENT
     ]
-    return [ref["message_id"] for ref in refs if ref.get("message_id")]
+    # Each recipient's copy had its own Message-ID (the email channel keeps them all).
+    ids = [i for ref in refs for i in (ref.get("message_ids") or {}).values()]
+    firsts = [ref["message_id"] for ref in refs if ref.get("message_id")]
+    return ids + [i for i in firsts if i not in ids]
 
 
 def escalation_target(spec: dict[str, Any], escalation: Escalation, thread: list[str]) -> Target:

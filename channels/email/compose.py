@@ -25,6 +25,7 @@ from gateway.lifecycle import Kind
 from gateway.seam import RequestView, Target, origin_line, shorten
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "email"
+AGENTS_OWN = "spec.channel"  # the `via` of the targets a request's own spec.channel named
 VALUE_LIMIT = 10_000  # characters of one argument before it is cut with a link
 _files = jinja2.Environment(
     loader=jinja2.FileSystemLoader(TEMPLATES),
@@ -58,9 +59,11 @@ def one_line(text: str) -> str:
 
 
 def email_options(request: RequestView, target: Target) -> dict[str, Any]:
-    """The request's `spec.channel.email` when this target is that address, else nothing."""
+    """The request's `spec.channel.email` when this target is the agent's own email target,
+    else nothing: its template, subject and recipients never touch a configured target."""
     email = (request.spec.get("channel") or {}).get("email") or {}
-    return email if email.get("address") == target.address.get("address") else {}
+    own = target.via == AGENTS_OWN and email.get("address") == target.address.get("address")
+    return email if own else {}
 
 
 def recipients(target: Target, options: dict[str, Any]) -> Recipients:
@@ -143,7 +146,7 @@ def request_message(
     message["Message-ID"] = tokens.message_id(
         request.rid, key, settings.domain, to=to, stable=stable
     )
-    _thread_headers(message, options, thread)
+    _thread_headers(message, options, _own(thread, key, to))
     message["Auto-Submitted"] = "auto-generated"
     message["X-Auto-Response-Suppress"] = "All"  # Outlook's out-of-office replies
     message.set_content(_files.get_template("request.txt.j2").render(context))
@@ -151,6 +154,15 @@ def request_message(
         html or _files.get_template("request.html.j2").render(context), subtype="html"
     )
     return message
+
+
+def _own(thread: list[str] | None, key: bytes, to: str) -> list[str] | None:
+    """The Message-IDs of the thread that were made for `to`: each carries its recipient's
+    reply token, so an escalation threads a copy only under that person's own messages."""
+    if not thread:
+        return thread
+    mine = [i for i in thread if (t := tokens.token_in_message_id(i)) and t.made_for(key, to)]
+    return mine or None
 
 
 def _thread_headers(

@@ -22,6 +22,7 @@ from channels.email import compose, reading, tokens
 from channels.email.settings import EmailSettings
 from gateway.lifecycle import Status
 from gateway.seam import (
+    BY_LIST,
     AnsweredIn,
     Answers,
     ChannelName,
@@ -152,12 +153,11 @@ class Inbox:
         if intent.verdict == "unreadable":
             why = f"I could not read an answer. {HOW_TO_ANSWER}"
             return await self._refuse(message, request, sender, why)
+        extra = {"message_id": key}  # so a second copy of this message knows it decided
+        if voter != sender:
+            extra["by"] = BY_LIST
         who = Responder(
-            AnsweredIn.EMAIL,
-            address,
-            _display_name(message, sender),
-            email=address,
-            extra={"message_id": key},  # so a second copy of this message knows it decided
+            AnsweredIn.EMAIL, address, _display_name(message, sender), email=address, extra=extra
         )
         verb = _VERBS[intent.verdict]
         choice = intent.option_name

@@ -2,10 +2,12 @@
 of a reply.
 
 The address is a bearer capability, so the rid carries an HMAC over the rid and the address
-the message was sent to: a reply counts as that recipient's, whatever its From says, and one
-recipient's token is worth nothing to another. The MAC is recomputed for each candidate
-address (`Token.made_for`), so the address costs no room in the local part. Tokens made
-before they were bound to an address verify with no address (`made_for(key, None)`).
+the message was sent to: a reply answers only for the recipient its token was made for
+(`inbound._voter`), and one recipient's token is worth nothing to another. The MAC is
+recomputed for each candidate address (`Token.made_for`), so the address costs no room in
+the local part. Tokens made
+before they were bound to an address verify with no address (`made_for(key, None)`); the
+inbox takes a reply carrying one only when EMAIL_REQUIRE_DMARC vouched for its From.
 
 Everything after `+` is lower-case base32, because some MTAs fold the case of local parts
 and rids (`secrets.token_urlsafe`) are mixed-case. A 22-character rid makes a 50-character
@@ -28,6 +30,7 @@ LOCAL_PART_LIMIT = 64
 MAC_CHARS = 13  # 65 bits of base32; a forger must guess it online, one email per try
 RID_HEADERS = ("Delivered-To", "X-Original-To", "To", "Cc")
 _MESSAGE_ID = re.compile(r"<[^<>\s]+>")
+_RID = re.compile(r"[A-Za-z0-9_-]{1,32}")  # `gateway.security.crypto.new_rid`
 
 
 def _b32(data: bytes) -> str:
@@ -65,7 +68,8 @@ def _token(rid: str, key: bytes, to: str | None) -> str:
 def _parse(token: str) -> Token | None:
     encoded, dot, mac = token.lower().partition(".")
     rid = _decode_rid(encoded) if dot else None
-    return None if rid is None else Token(rid, mac)
+    # Only what a gateway rid can be reaches the database (a NUL would be a 500 there).
+    return Token(rid, mac) if rid is not None and _RID.fullmatch(rid) else None
 
 
 def message_id(
@@ -81,15 +85,16 @@ def message_id(
     return f"<{unique}.{_token(rid, key, to)}@{domain}>"
 
 
+def token_in_message_id(value: str) -> Token | None:
+    """The token of a Message-ID made by `message_id` (unverified)."""
+    local = value.strip().strip("<>").rpartition("@")[0]
+    return _parse(local.partition(".")[2])
+
+
 def tokens_in_thread(message: Message) -> list[Token]:
     """The tokens of the Message-IDs this reply answers, newest first (unverified)."""
-    found = []
-    for value in message_ids_in_thread(message):
-        local = value.strip("<>").rpartition("@")[0]
-        token = _parse(local.partition(".")[2])
-        if token is not None:
-            found.append(token)
-    return found
+    found = [token_in_message_id(value) for value in message_ids_in_thread(message)]
+    return [token for token in found if token is not None]
 
 
 def rid_from_thread(message: Message, key: bytes, to: str | None = None) -> str | None:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from channels.web.auth import Viewer
 from gateway.lifecycle import Status
-from gateway.seam import AnsweredIn, Answers, Refusal, Refused, Responder, Verb, describe
+from gateway.seam import BY_LINK, AnsweredIn, Answers, Refusal, Refused, Responder, Verb, describe
 
 # What each button of the request page means; a function call is never rejected without a
 # reason on the console (the form asks for one), whatever the API allows.
@@ -36,7 +36,8 @@ class FormResult:
 
 
 def responder(viewer: Viewer) -> Responder:
-    return Responder(AnsweredIn.WEB, viewer.actor_id, viewer.name, email=viewer.email)
+    extra = {"by": BY_LINK} if viewer.by_link else {}
+    return Responder(AnsweredIn.WEB, viewer.actor_id, viewer.name, email=viewer.email, extra=extra)
 
 
 async def answer_form(

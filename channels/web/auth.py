@@ -54,7 +54,13 @@ class Viewer:
     def actor_id(self) -> str:
         return self.email or "operator"
 
+    @property
+    def by_link(self) -> bool:
+        """Holding an emailed request link, not signed in (`/r/<rid>?t=`)."""
+        return self.sid.startswith(LINK_SID)
 
+
+LINK_SID = "link:"  # the sid of a link holder's viewer (`pages._link_viewer`)
 SESSION_KEY = "console-session"  # purposes of the keys derived from GATEWAY_SECRET_KEY
 CSRF_KEY = "console-csrf"
 

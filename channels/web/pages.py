@@ -19,6 +19,7 @@ from fastapi.responses import RedirectResponse, Response, StreamingResponse
 
 from channels.web import actions, render
 from channels.web.auth import (
+    LINK_SID,
     Viewer,
     check_password,
     console_people,
@@ -306,7 +307,7 @@ class ConsolePages:
             email = self.context.keys.link_email(rid, token)
         except BadToken as error:
             return f"{error}; sign in to see the request"
-        return Viewer(name=email, email=email, projects=None, sid=f"link:{token}")
+        return Viewer(name=email, email=email, projects=None, sid=f"{LINK_SID}{token}")
 
     def _link_notice(self, rid: str, token: str | None, r: dict[str, Any]) -> str | None:
         """The notice a link's decision redirect names (`n=`), composed here from the request."""

@@ -14,7 +14,7 @@ from gateway.errors import Conflict, IllegalTransition, InvalidInput, NotAllowed
 from gateway.lifecycle import Event, Kind, Status, noun, transition
 from gateway.outbox import deliveries, webhooks
 from gateway.policies import votes
-from gateway.seam.people import Responder, already_decided
+from gateway.seam.people import BY_LIST, Responder, already_decided
 from gateway.store import Tx, dumps, utcnow
 from gateway.store import outbox as outbox_store
 from gateway.store import requests as request_store
@@ -154,6 +154,11 @@ async def submit(core: Core, row: RequestRow, decision: Decision) -> RequestRow:
     if await _already_ours(core, row, decision):
         return row
     next_status(row, decision.event)  # a decided request: Conflict, before any vote
+    if decision.user_info.get("by") == BY_LIST:  # the same person could vote twice
+        raise NotAllowed(
+            "a reply to a shared list's copy cannot count toward this request's approvals: "
+            "answer from your own copy or in the console"
+        )
 
     def vote(conn: Tx) -> tuple[RequestRow | None, bool]:
         current = request_store.lock(conn, row.rid)

@@ -12,9 +12,10 @@ from typing import Any
 from gateway.answers.decisions import submit
 from gateway.answers.verbs import Decision, decision_for
 from gateway.core import Caller, Core
-from gateway.errors import InvalidInput
+from gateway.errors import InvalidInput, NotAllowed
 from gateway.intake import find
 from gateway.lifecycle import Kind
+from gateway.policies import votes
 from gateway.seam.answers import Refusal, Refused
 from gateway.seam.callbacks import Verb
 from gateway.store.rows import RequestRow
@@ -23,7 +24,7 @@ from gateway.wire.models import FunctionCallStatusIn, HumanContactStatusIn
 from gateway.wire.output import to_wire
 
 # Set by the gateway from the key, never by the caller: who the vote is (`votes.person_of`).
-IDENTITY = ("channel", "key", "person")
+IDENTITY = ("channel", "key", "person", "by")
 
 
 def api_user_info(caller: Caller, given: dict[str, Any] | None) -> dict[str, Any]:
@@ -89,12 +90,22 @@ async def respond(
     kind = Kind.FUNCTION_CALL if isinstance(body, FunctionCallStatusIn) else Kind.HUMAN_CONTACT
     row = await find(core, caller, kind, call_id)
     user_info = api_user_info(caller, _given(body.user_info))
+    _sent_to_them(core, row, user_info)
     if isinstance(body, FunctionCallStatusIn):
         decision = function_call_decision(row, body, user_info)
     else:
         decision = human_contact_decision(row, body, user_info)
     token = idempotency_token(caller, idempotency_key, body)
     return to_wire(await submit(core, row, replace(decision, idempotency=token)))
+
+
+def _sent_to_them(core: Core, row: RequestRow, user_info: dict[str, Any]) -> None:
+    """A key bound to a person answers only requests sent to that person (NotAllowed)."""
+    person = votes.person_of(core.config, user_info)
+    if person == votes.OPERATOR:
+        return
+    if not votes.counted_targets(core.config, json.loads(row.route_json), user_info, person):
+        raise NotAllowed(f"this key answers as {person}, and this request was not sent to them")
 
 
 def _given(user_info: Any) -> dict[str, Any] | None:

@@ -17,7 +17,7 @@ from gateway.policies import votes
 from gateway.policies.votes import OPERATOR, person_of
 from gateway.seam.answers import Answered, Form, Refusal, Refused
 from gateway.seam.callbacks import Verb
-from gateway.seam.people import Responder, already_decided
+from gateway.seam.people import BY_LINK, Responder, already_decided
 from gateway.seam.targets import responders_through
 from gateway.seam.views import RequestView
 from gateway.store import requests as request_store
@@ -111,11 +111,12 @@ class AnswerDoor:
         person, a team member, or a request sent to the console and nobody in particular)."""
         config, info = self.core.config, responder.user_info()
         person = person_of(config, info)
-        if person == OPERATOR or votes.is_admin(config, person):
+        if person == OPERATOR:
             return True
         route = json.loads(row.route_json)
         if responder.via == AnsweredIn.WEB:
-            return bool(votes.counted_targets(config, route, info, person))
+            admin = votes.is_admin(config, person) and info.get("by") != BY_LINK
+            return admin or bool(votes.counted_targets(config, route, info, person))
         channel = _channel_of(responder)
         allowed = responders_through(route, channel) if channel else None
         return allowed is None or responder.id in allowed

@@ -167,9 +167,12 @@ def plan(
     builder = _Builder(config, project_name)
     rule = next((r for r in config.rules if r.matches(kind, fn, run_id)), None)
     root = builder.channel(channel) if channel is not None else None
+    timed_by = builder.teams  # the teams whose timing applies: the agent's, without a rule
     if rule is not None:  # the operator's rule is a floor: the agent's channels only add
+        agents = len(builder.teams)
         floor = builder.rule(rule, f"rule {config.rules.index(rule) + 1}")
         root = floor if root is None else Group(Mode.ALL_OF, (floor, root))
+        timed_by = builder.teams[agents:]  # the rule's own: the agent's teams time nothing
     if root is None and key_target:
         root = builder.ref(key_target, "api key")
     if root is None and project is not None and project.policy is not None:
@@ -178,7 +181,7 @@ def plan(
         root = builder.ref(project_target, "project")
     if root is None:
         root = builder.leaves([web_target("default")])[0]
-    teams = [config.teams[name] for name in builder.teams]
+    teams = [config.teams[name] for name in timed_by]
     return Plan(
         targets=builder.targets,
         delays=_delays(root, len(builder.targets)),

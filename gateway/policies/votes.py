@@ -16,6 +16,7 @@ from typing import Any
 from gateway.policies import evaluator
 from gateway.routing import RoutingConfig
 from gateway.seam.console import PolicyNode, Standing
+from gateway.seam.people import BY_LINK
 from gateway.seam.views import Progress
 from gateway.store import Tx, dumps, utcnow
 from gateway.store import requests as request_store
@@ -37,7 +38,8 @@ def person_of(config: RoutingConfig, info: dict[str, Any]) -> str:
     if via == AnsweredIn.API:
         bound = str(info.get("person") or "")
         return f"person:{bound}" if bound else OPERATOR
-    if via == AnsweredIn.CLI or (via == AnsweredIn.WEB and ident == OPERATOR):
+    signed_in = via == AnsweredIn.WEB and info.get("by") != BY_LINK
+    if via == AnsweredIn.CLI or (signed_in and ident == OPERATOR):
         return OPERATOR
     email = ident.lower() if via in (AnsweredIn.EMAIL, AnsweredIn.WEB) else ""
     for name, person in config.people.items():
@@ -82,8 +84,10 @@ def counted_targets(
     found = set()
     for index, target in enumerate(route):
         responders = target.get("responders")
-        # One click is one copy: never every open target of the platform it came from.
-        answered = index == copy or (via == AnsweredIn.WEB == target["channel"])
+        # One click is one copy: never every open target of the platform it came from. The
+        # console's open target is for people signed in, not for holders of an emailed link.
+        console = via == AnsweredIn.WEB and info.get("by") != BY_LINK
+        answered = index == copy or (console and target["channel"] == AnsweredIn.WEB)
         open_here = responders is None and answered
         if open_here or (responders is not None and ids & {r.lower() for r in responders}):
             found.add(index)

@@ -38,7 +38,15 @@ from gateway.seam.console import (
     WebhookJobView,
 )
 from gateway.seam.context import Answers, ChannelContext, Keys, Supervise
-from gateway.seam.people import Responder, already_decided, default_rejection, plain_when, plain_who
+from gateway.seam.people import (
+    BY_LINK,
+    BY_LIST,
+    Responder,
+    already_decided,
+    default_rejection,
+    plain_when,
+    plain_who,
+)
 from gateway.seam.records import Records, ResumePoint
 from gateway.seam.replies import Reading, first_line, new_text, read_reply
 from gateway.seam.routes import responses
@@ -58,6 +66,8 @@ from gateway.vocabulary import AnsweredIn, ChannelName
 
 __all__ = [
     "BUTTON_PATTERN",
+    "BY_LINK",
+    "BY_LIST",
     "CUT",
     "Answered",
     "AnsweredIn",

@@ -18,6 +18,14 @@ _PLACES: dict[str, str] = {
 }
 
 
+# `user_info["by"]` of a console answer made through an emailed link, not a sign-in: it
+# answers as the address the link was made for, and only where that address is listed.
+BY_LINK = "link"
+# `user_info["by"]` of an email reply to a shared list's copy: the list answers, and which of
+# its members wrote is unproven, so it decides where one answer does and is no policy vote.
+BY_LIST = "list"
+
+
 @dataclass(frozen=True)
 class Responder:
     """Who answered, and through what: recorded as the request's `status.user_info`."""

@@ -220,7 +220,9 @@ def cancel_timers(conn: Connection, rid: str) -> None:
 def expired_response(conn: Connection, rid: str) -> str | None:
     """The answer a question's deadline gives (its pending EXPIRE timer's), if any."""
     query = sa.select(_job.c.payload_json).where(
-        _job.c.rid == rid, _job.c.kind == JobKind.TIMER, _job.c.status == JobStatus.PENDING
+        _job.c.rid == rid,
+        _job.c.kind == JobKind.TIMER,
+        _job.c.status.in_([JobStatus.PENDING, JobStatus.RUNNING]),  # running: it may be late
     )
     for (payload_json,) in conn.execute(query).all():
         payload = json.loads(payload_json)

@@ -41,9 +41,22 @@ email = "{BOB}"
 members = ["alice", "bob"]
 approvals_required = 2
 
+[teams.ops]
+members = ["alice", "bob"]
+email = "ops-list@example.org"
+approvals_required = 2
+
 [[rules]]
 fn = "drop_*"
 target = "team:dba"
+
+[[rules]]
+fn = "wipe_*"
+target = "web"
+
+[[rules]]
+fn = "restart_*"
+target = "team:ops"
 """
 # Alice in To, the agent's own mailbox in Bcc.
 WITH_AGENT_IN_BCC = {
@@ -234,3 +247,46 @@ async def test_the_agent_cannot_escalate_to_itself_in_bcc(
         assert (await admin.post(path, json=to_self)).status_code == 422
     await eventually(lambda: outbox_idle(mailed))
     assert not [m for m in smtp_sink.messages if AGENT in m.rcpt_tos]
+
+
+async def test_an_emailed_link_never_counts_for_the_rules_console_target(
+    mailed: RunningGateway, smtp_sink: SmtpSink, request_factory: RequestFactory
+) -> None:
+    """The rule sends wipe_* to the console; the agent adds its own mailbox. Its copy's link
+    answers for its own copy only: the console's target is for people signed in."""
+    own = {"email": {"address": AGENT}}
+    await request_factory(mailed, "wipe-1", fn="wipe_disk", channel=own, settle=True)
+    by_link = await decide_from_link(
+        mailed, link_in(copy_for(smtp_sink, "wipe-1", AGENT)), "approve"
+    )
+    assert by_link.status_code == 303, by_link.text
+    standing = await wire(mailed, "wipe-1")
+    assert standing["gateway_status"] == "pending"
+    assert standing["policy_progress"]["approvals"] == 1  # its own branch, not the rule's
+
+
+async def test_a_reply_to_a_lists_copy_is_no_vote_toward_a_quorum(
+    mailed: RunningGateway, smtp_sink: SmtpSink, request_factory: RequestFactory
+) -> None:
+    """Alice answers the ops list's copy: which member wrote is unproven (no DMARC), and
+    Alice may also vote as herself, so the list's reply counts toward no approvals."""
+    await request_factory(mailed, "list-1", fn="restart_db", settle=True)
+    lists_copy = copy_for(smtp_sink, "list-1", "ops-list@example.org")
+    outcome = await post_inbound(mailed, reply(lists_copy.message, "approve"))
+    assert outcome["result"] == "refused", outcome
+    assert "shared list" in outcome["reason"]
+    standing = await wire(mailed, "list-1")
+    assert standing["gateway_status"] == "pending"
+    assert (standing.get("policy_progress") or {"approvals": 0})["approvals"] == 0
+
+
+async def test_a_forged_token_naming_no_real_request_is_ignored_not_a_500(
+    mailed: RunningGateway,
+) -> None:
+    """`aa` decodes to a NUL rid: it must never reach the database (PostgreSQL refuses it)."""
+    raw = (
+        b"From: Mallory <mallory@example.net>\r\nTo: approvals+aa.x@example.test\r\n"
+        b"Subject: hi\r\nMessage-ID: <forged@example.net>\r\n\r\napprove\r\n"
+    )
+    outcome = await post_inbound(mailed, raw)
+    assert outcome == {"result": "ignored", "reason": "no valid reply token or thread id"}

@@ -41,10 +41,22 @@ members = ["sam"]
 [teams.interns]
 members = ["intern"]
 
+[teams.slow]  # a team an agent may name, with a long deadline and an escalation of its own
+members = ["intern"]
+expires_after = "100h"
+escalate = [{ after = "1h", target = "person:intern" }]
+
 [[rules]]
 fn = "drop_*"
 policy = { all_of = ["team:dba", "team:sec"] }
 expires_after = "1h"
+
+[[rules]]
+fn = "purge_*"
+target = "team:dba"
+
+[projects.default]
+expires_after = "2h"
 """
 AGENT_MAILBOX = "agent@evil.example"
 
@@ -145,3 +157,18 @@ async def test_an_agents_expires_at_cannot_lengthen_the_rules_deadline(
     sooner = before + timedelta(minutes=5)
     made = await request_factory(floors, fn="drop_users", expires_at=sooner.isoformat())
     assert abs(datetime.fromisoformat(made.wire["expires_at"]) - sooner) < timedelta(seconds=1)
+
+
+async def test_an_agents_team_times_nothing_under_a_rule(
+    floors: RunningGateway, request_factory: RequestFactory
+) -> None:
+    """purge_* has a rule without a deadline: the project's 2 h applies, not the 100 h and
+    the escalation of the team the agent added."""
+    before = datetime.now(UTC)
+    made = await request_factory(floors, fn="purge_logs", channel={"team": "slow"})
+    expires_at = datetime.fromisoformat(made.wire["expires_at"])
+    assert timedelta(minutes=119) < expires_at - before < timedelta(minutes=121)
+    async with floors.client() as admin:
+        jobs = await admin.get(f"{floors.base_url}/gateway/v1/jobs", params={"limit": 1000})
+    timers = [j for j in jobs.json()["items"] if j["kind"] == "timer"]
+    assert len(timers) == 1  # the deadline only: no escalation step of the agent's team

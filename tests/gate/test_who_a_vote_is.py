@@ -28,6 +28,9 @@ email = "bob@example.com"
 [people.carol]
 email = "carol@example.com"
 
+[people.zed]
+email = "zed@example.com"
+
 [teams.dba]
 members = ["alice", "bob", "carol"]
 approvals_required = 2
@@ -114,3 +117,18 @@ async def test_the_operator_is_one_voter_through_the_cli_the_api_and_the_console
             got = (await client.get(f"/function_calls/{made.call_id}")).json()
         assert got["policy_progress"]["approvals"] == 1
         assert got["gateway_status"] == "pending"
+
+
+@pytest.mark.parametrize("fn", ["drop_table", "read_table"])  # the team's / the console's
+async def test_a_key_bound_to_a_person_answers_only_what_was_sent_to_them(
+    quorum: RunningGateway, request_factory: RequestFactory, fn: str
+) -> None:
+    made = await request_factory(quorum, fn=fn)
+    zed = await quorum.new_key("default", scope=KeyScope.RESPONDER, person="zed")
+    refused = await respond(quorum, zed, made.call_id, approved=True)
+    assert refused.status_code == 403, refused.text
+    assert "not sent to them" in refused.text
+    async with quorum.client() as client:
+        assert (await client.get(f"/function_calls/{made.call_id}")).json()[
+            "gateway_status"
+        ] == "pending"

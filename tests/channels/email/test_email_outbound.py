@@ -196,8 +196,13 @@ async def test_escalation_resends_in_the_thread_to_the_merged_recipients(
         ["lead@example.org", BOB, "ops@example.org", "cto@example.org"]
     )
     assert all(len(s.rcpt_tos) == 1 for s in later)  # each their own copy and token
+    # Each copy threads only under that person's own earlier copy: a Message-ID carries its
+    # recipient's reply token, so nobody is sent another's. Lead had none: a thread of its own.
+    bobs = next(s for s in later if s.rcpt_tos == [BOB])
+    assert bobs.message["In-Reply-To"] == first[BOB].message["Message-ID"]
+    assert first[ALICE].message["Message-ID"] not in str(bobs.message)
     second = next(s for s in later if s.rcpt_tos == ["lead@example.org"])
-    assert second.message["In-Reply-To"] == first[ALICE].message["Message-ID"]
+    assert second.message["In-Reply-To"] is None
     assert str(second.message["Subject"]).startswith("Re: ")
     text = second.message.get_body(("plain",)).get_content()  # type: ignore[union-attr]
     assert text.startswith("Nobody answered in an hour: please decide.")
@@ -241,4 +246,5 @@ async def test_the_emails_link_lets_its_recipient_decide_from_the_page_only_by_p
         "user_id": ALICE,
         "name": ALICE,
         "email": ALICE,
+        "by": "link",  # through her email's link, not a console sign-in
     }

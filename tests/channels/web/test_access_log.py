@@ -23,6 +23,8 @@ from tests.factories import RequestFactory
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings
 
 ALICE = "alice@example.org"
+# Emailed links are made for the recipients of an email target: a request to Alice.
+TO_ALICE = {"email": {"address": ALICE}}
 CSRF = 'name="csrf" value="'
 
 
@@ -97,8 +99,8 @@ async def test_the_access_log_of_a_console_run_contains_no_token(
     logged: Logged, page: Page, request_factory: RequestFactory
 ) -> None:
     gateway = logged.gateway
-    by_http = (await request_factory(gateway, "by-http")).rid
-    in_chromium = (await request_factory(gateway, "in-chromium")).rid
+    by_http = (await request_factory(gateway, "by-http", channel=TO_ALICE)).rid
+    in_chromium = (await request_factory(gateway, "in-chromium", channel=TO_ALICE)).rid
 
     tokens = [
         await sign_in_link_by_http(gateway),

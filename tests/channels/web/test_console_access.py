@@ -50,6 +50,8 @@ from tests.services.inprocess import RunningGateway, running_gateway, test_setti
 from tests.services.receiver import Received, WebhookReceiver
 
 ALICE = "alice@example.org"
+# Emailed links are made for the recipients of an email target: a request to Alice.
+TO_ALICE = {"email": {"address": ALICE}}
 PASSWORD = "correct horse battery staple"
 ALICE_HASH = hash_password(PASSWORD)  # once: argon2 is slow on purpose
 PUBLIC_URL = "http://gw.test"
@@ -553,7 +555,7 @@ async def test_a_function_call_is_never_rejected_without_a_reason(
 async def test_a_request_link_shows_on_get_and_decides_on_post(
     gateway: RunningGateway, request_factory: RequestFactory
 ) -> None:
-    rid = (await request_factory(gateway, "link-1")).rid
+    rid = (await request_factory(gateway, "link-1", channel=TO_ALICE)).rid
     link = gateway.core.link(rid, ALICE)
     assert link is not None
     path = local(link)
@@ -591,6 +593,7 @@ async def test_a_request_link_shows_on_get_and_decides_on_post(
         "user_id": ALICE,
         "name": ALICE,
         "email": ALICE,
+        "by": "link",  # through the emailed link, not a sign-in
     }
 
 

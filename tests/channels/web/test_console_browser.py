@@ -22,6 +22,8 @@ from tests.factories import RequestFactory
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings, write_config
 
 ALICE = "alice@example.org"
+# Emailed links are made for the recipients of an email target: a request to Alice.
+TO_ALICE = {"email": {"address": ALICE}}
 ALICE_PASSWORD = "correct horse battery staple"
 
 
@@ -200,7 +202,7 @@ async def test_a_decision_through_the_api_appears_on_the_open_page(
 async def test_an_email_links_get_does_not_decide(
     gateway: RunningGateway, page: Page, request_factory: RequestFactory
 ) -> None:
-    rid = (await request_factory(gateway, "mail-1")).rid
+    rid = (await request_factory(gateway, "mail-1", channel=TO_ALICE)).rid
     link = emailed_link(gateway, rid, ALICE)
 
     for _ in range(3):  # a mail scanner, a preview, the person: none of these GETs decides

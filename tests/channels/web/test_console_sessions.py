@@ -24,6 +24,8 @@ from tests.services.inprocess import RunningGateway, running_gateway, test_setti
 from tests.services.receiver import WebhookReceiver
 
 ALICE = "alice@example.org"
+# Emailed links are made for the recipients of an email target: a request to Alice.
+TO_ALICE = {"email": {"address": ALICE}}
 PASSWORD = "correct horse battery staple"
 EVIL = "https://evil.example"
 FAKE_NOTICE = "Recorded: approved by Security Team"
@@ -302,8 +304,8 @@ async def test_a_request_links_notice_is_named_by_the_server(
     settings = test_settings(f"sqlite+aiosqlite:///{tmp_path}/gw.db")
     async with running_gateway(settings) as gateway:
         gateway.core.settings = settings.model_copy(update={"public_url": gateway.base_url})
-        rid = (await request_factory(gateway, "link-notice")).rid
-        other = (await request_factory(gateway, "link-other")).rid
+        rid = (await request_factory(gateway, "link-notice", channel=TO_ALICE)).rid
+        other = (await request_factory(gateway, "link-other", channel=TO_ALICE)).rid
         link = gateway.core.link(rid, ALICE)
         other_link = gateway.core.link(other, ALICE)
         assert link is not None and other_link is not None

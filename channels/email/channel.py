@@ -90,8 +90,9 @@ class EmailChannel:
     async def send(self, request: RequestView, target: Target, /) -> Sent:
         """One message per recipient, each with its own reply token and link, made for that
         address: a copy forwarded, or a recipient in Bcc, can only ever answer as itself."""
-        people = compose.recipients(target, compose.email_options(request, target))
-        html = await self._agent_html(request, target)
+        options = compose.email_options(request, target)
+        people = compose.recipients(target, options)
+        html = await self._agent_html(request, target, options)
         ids: dict[str, str] = {}
         for address in people.everyone:
             message = compose.request_message(
@@ -109,17 +110,20 @@ class EmailChannel:
         ref = {
             "message_id": ids[people.to[0]],
             "message_ids": ids,
-            "subject": compose.subject(request, compose.email_options(request, target)),
+            "subject": compose.subject(request, options),
             "to": people.to,
             "cc": people.cc,
             "bcc": people.bcc,
         }
         return Sent(ref=ref)
 
-    async def _agent_html(self, request: RequestView, target: Target) -> str | None:
-        """The agent's own template, rendered, where its project allows agent templates;
-        None to use ours. Past its budget the delivery fails for good (`OverBudget`)."""
-        template = compose.email_options(request, target).get("template")
+    async def _agent_html(
+        self, request: RequestView, target: Target, options: dict[str, Any]
+    ) -> str | None:
+        """The agent's own template (in `options`, its email options), rendered, where its
+        project allows agent templates; None to use ours. Past its budget the delivery fails
+        for good (`OverBudget`)."""
+        template = options.get("template")
         if not template or not request.agent_templates or target.address.get("escalation_msg"):
             return None
         html = await agent_template.render(str(template), compose.template_context(request))

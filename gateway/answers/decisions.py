@@ -91,8 +91,7 @@ def _expire_now(conn: Tx, core: Core, row: RequestRow) -> RequestRow:
     here, in the transaction that refuses the late answer."""
     assert row.expires_at is not None
     waited = (row.expires_at - row.requested_at).total_seconds()
-    response = outbox_store.expired_response(conn, row.rid)
-    expiry = expiry_decision(row, waited, response if row.kind == Kind.HUMAN_CONTACT else None)
+    expiry = expiry_decision(row, waited, outbox_store.expired_response(conn, row.rid))
     decided = request_store.set_decided(
         conn, row.rid, next_status(row, expiry.event), _fields(expiry)
     )

@@ -81,12 +81,12 @@ def counted_targets(
     via, ident = str(info.get("channel") or ""), str(info.get("user_id") or "")
     own = {ident} if via != AnsweredIn.API else set()  # an API user_id is display text
     ids = {i.lower() for i in _ids_of(config, person) | own}
+    # The console's open target is for people signed in, not for holders of an emailed link.
+    console = via == AnsweredIn.WEB and info.get("by") != BY_LINK
     found = set()
     for index, target in enumerate(route):
         responders = target.get("responders")
-        # One click is one copy: never every open target of the platform it came from. The
-        # console's open target is for people signed in, not for holders of an emailed link.
-        console = via == AnsweredIn.WEB and info.get("by") != BY_LINK
+        # One click is one copy: never every open target of the platform it came from.
         answered = index == copy or (console and target["channel"] == AnsweredIn.WEB)
         open_here = responders is None and answered
         if open_here or (responders is not None and ids & {r.lower() for r in responders}):

@@ -119,3 +119,14 @@ async def test_the_console_lists_each_keys_scope_and_person(console: RunningGate
         ("the agent", "agent", ""),
         ("alices", "responder", "alice"),
     }
+
+
+async def test_an_agent_key_does_not_open_the_console_keys_page(console: RunningGateway) -> None:
+    """The console takes sign-ins, not API keys: an agent's bearer key is sent to sign in."""
+    agent = await console.new_key("default", name="the agent")
+    headers = {"Authorization": f"Bearer {agent}"}
+    async with httpx.AsyncClient(base_url=console.base_url, headers=headers) as client:
+        page = await client.get("/console/keys")
+    assert page.status_code == 303, page.text
+    assert page.headers["location"].startswith("/console/login")
+    assert agent[:12] not in page.text and "data-scope" not in page.text

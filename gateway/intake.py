@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+from datetime import datetime
 from typing import Any
 
+from gateway.conditions import Facts
 from gateway.core import Caller, Core
 from gateway.errors import Conflict, NotFound
-from gateway.lifecycle import Kind, Status, noun
-from gateway.outbox import deliveries
+from gateway.lifecycle import Event, Kind, Status, noun, transition
+from gateway.outbox import deliveries, webhooks
 from gateway.outbox.deliveries import Audit, Planned
 from gateway.policies import evaluator, plans
 from gateway.policies.plans import Plan
@@ -19,7 +21,7 @@ from gateway.security.crypto import new_rid
 from gateway.store import Tx, dumps, utcnow
 from gateway.store import requests as request_store
 from gateway.store.rows import RequestRow
-from gateway.vocabulary import AuditEvent
+from gateway.vocabulary import AnsweredIn, AuditEvent
 from gateway.wire.models import (
     WRITE_ONLY,
     FunctionCallIn,
@@ -49,30 +51,59 @@ def fingerprint(kind: Kind, run_id: str, spec_json: str, secrets: dict[str, str]
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+def facts(caller: Caller, kind: Kind, body: Incoming) -> Facts:
+    """The request as the routing config's rules see it."""
+    return Facts(
+        kind=kind.value,
+        fn=getattr(body.spec, "fn", ""),
+        run_id=body.run_id,
+        kwargs=getattr(body.spec, "kwargs", None) or {},
+        project=caller.project.name,
+        key=caller.key.name,
+        state=body.spec.state or {},
+    )
+
+
 def _plan(core: Core, caller: Caller, kind: Kind, body: Incoming) -> Plan:
     configured = core.config.projects.get(caller.project.name)
     project_target = (configured and configured.default_target) or caller.project.default_target
     return plans.plan(
         core.config,
         channel=body.spec.channel,
-        kind=kind,
-        fn=getattr(body.spec, "fn", ""),
-        run_id=body.run_id,
+        facts=facts(caller, kind, body),
         key_target=caller.key.target,
         project=configured,
         project_target=project_target,
-        project_name=caller.project.name,
     )
 
 
 def _record_route(tx: Tx, row: RequestRow, plan: Plan, planned: list[Planned]) -> None:
-    audit: Audit = [
-        (AuditEvent.CREATED, {"call_id": row.call_id}),
-        (AuditEvent.ROUTED, {"targets": len(plan.targets)}),
-    ]
+    routed: dict[str, Any] = {"targets": len(plan.targets)}
+    if plan.rule_label is not None:
+        routed["rule"] = plan.rule_label
+    audit: Audit = [(AuditEvent.CREATED, {"call_id": row.call_id}), (AuditEvent.ROUTED, routed)]
+    if plan.decided:
+        audit.append((AuditEvent.DECIDED, {"status": row.status, "by": row.user_info}))
     audit += deliveries.add(tx, row, planned)
     request_store.add_events(tx, row.rid, audit)
-    schedule_timers(tx, row, plan.schedule)
+    if not plan.decided:  # a decided request has no deadline, reminder or escalation left
+        schedule_timers(tx, row, plan.schedule)
+
+
+def _decided_by_rule(plan: Plan, kind: Kind, at: datetime) -> dict[str, Any]:
+    """A row's decision fields when its rule decides it: the gateway, naming the rule."""
+    rule = plan.rule
+    if rule is None or rule.decide is None:
+        return {"status": Status.PENDING.value}
+    event = Event.APPROVE if rule.decide == "approve" else Event.REJECT
+    who = {"channel": AnsweredIn.GATEWAY, "user_id": "gateway", "name": plan.rule_label}
+    return {
+        "status": transition(kind, Status.PENDING, event).value,
+        "comment": rule.comment
+        or f"{'Approved' if rule.decide == 'approve' else 'Rejected'} by {plan.rule_label}",
+        "user_info_json": dumps({**who, "rule": rule.name}),
+        "responded_at": at,
+    }
 
 
 def _same_request(existing: RequestRow, kind: Kind, fingerprint: str) -> RequestRow:
@@ -105,8 +136,8 @@ async def create(core: Core, caller: Caller, kind: Kind, body: Incoming) -> dict
         body_hash=body_hash,
         sealed_secrets=core.box.seal(dumps(secrets)) if secrets else None,
         route_json=dumps(route_wire),
-        status=Status.PENDING.value,
         requested_at=requested_at,
+        **_decided_by_rule(planned, kind, requested_at),
         policy_json=None if planned.policy is None else dumps(evaluator.to_dict(planned.policy)),
         expires_at=planned.expires_at(requested_at, body.spec.expires_at),
     )
@@ -120,6 +151,8 @@ async def create(core: Core, caller: Caller, kind: Kind, body: Incoming) -> dict
             assert existing is not None  # the insert found it
             return existing
         _record_route(tx, row, planned, planned_deliveries)
+        if planned.decided:
+            webhooks.enqueue_completed(tx, row, core.settings.webhook_delays)
         return row
 
     stored = await core.db.write(insert)

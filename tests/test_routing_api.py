@@ -253,7 +253,7 @@ async def test_unconfigured_channels_record_why_and_stay_answerable(
     assert {f["delivery_id"] for f in failed} == {d["id"] for d in deliveries}
     types = [e["type"] for e in trail["events"]]
     assert types[:2] == ["created", "routed"]
-    assert trail["events"][1]["detail"] == {"targets": 2}
+    assert trail["events"][1]["detail"] == {"targets": 2, "rule": "rule 1"}  # the one matched
 
     async with routed.client() as client:
         got = await client.get("/function_calls/fc-sre")

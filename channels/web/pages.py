@@ -114,6 +114,7 @@ class ConsolePages:
             ("/r/{rid}", self.decide_by_link, "POST"),
             ("/console/webhooks", self.webhooks_page, "GET"),
             ("/console/keys", self.keys_page, "GET"),
+            ("/console/rules", self.rules_page, "GET"),
             ("/console/webhooks/jobs/{job_id}/redeliver", self.redeliver, "POST"),
             ("/console/channels", self.channels_page, "GET"),
             ("/console/events", self.events, "GET"),
@@ -385,6 +386,15 @@ class ConsolePages:
             return _to_sign_in(request)
         keys = await self.console.keys(viewer.sees)
         return render.page("keys.html", keys=keys, viewer=viewer, csrf=self._csrf(viewer))
+
+    async def rules_page(self, request: Request) -> Response:
+        """The routing config's rules, in the order they are tried: what each decides itself
+        and where the rest of the requests go. Read only: rules live in the config file."""
+        viewer = viewer_of(request)
+        if viewer is None:
+            return _to_sign_in(request)
+        rules = self.console.rules()
+        return render.page("rules.html", rules=rules, viewer=viewer, csrf=self._csrf(viewer))
 
     async def redeliver(self, request: Request, job_id: int) -> Response:
         checked = await self._signed_in_form(request)

@@ -25,6 +25,7 @@ from gateway.seam import (
     origin_line,
     shorten,
 )
+from gateway.vocabulary import AuditEvent
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "web"
 STATIC = {"console.css": "text/css", "live.js": "text/javascript"}
@@ -124,6 +125,7 @@ def detail(
     its deadline and next timer."""
     spec = request.spec
     timeline = [{"type": e.type, "at": policies.iso(e.at), "detail": e.detail_json} for e in events]
+    routed = [json.loads(e.detail_json) for e in events if e.type == AuditEvent.ROUTED]
     pending = request.status == Status.PENDING
     expires_at = request.expires_at if pending else None
     return summary(request) | {
@@ -133,6 +135,7 @@ def detail(
         "origin": origin_line(spec),
         "state_bytes": len(json.dumps(spec.get("state"))) if spec.get("state") else 0,
         "route": request.route,
+        "rule": routed[0].get("rule") if routed else None,  # the config's rule that matched
         "options": [
             {"name": o["name"], "title": o.get("title") or o["name"], "fill": o.get("prompt_fill")}
             for o in request.options

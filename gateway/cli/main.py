@@ -17,7 +17,7 @@ from channels.slack.manifest import manifest
 from channels.web.auth import console_people, create_sign_in_link, hash_password
 from gateway.answers import decisions, respond
 from gateway.app import Server, build_core, create_app
-from gateway.cli import bootstrap, claude_hook
+from gateway.cli import bootstrap, claude_hook, rules
 from gateway.cli.checks import run_checks
 from gateway.cli.webhook_ping import send_test_event
 from gateway.core import Core
@@ -355,6 +355,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     p = discord.add_parser("invite-url", help="print the URL that adds the bot to a server")
     p.set_defaults(run=discord_invite_url)
+    tests = commands.add_parser("rules", help="the routing config's rules").add_subparsers(
+        dest="action", required=True
+    )
+    p = tests.add_parser("test", help="which rule a function call matches, and what happens")
+    rules.add_arguments(p)
+    p.set_defaults(run=rules.run)
     commands.add_parser("check", help="validate settings, config and connections").set_defaults(
         run=check
     )

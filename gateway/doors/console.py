@@ -14,7 +14,7 @@ from typing import Any
 from gateway.core import ANY, Core
 from gateway.lifecycle import Status
 from gateway.policies import evaluator, votes
-from gateway.routing import Person, RoutingConfig
+from gateway.routing import Person, RoutingConfig, Rule, rule_label
 from gateway.runtime.channel_states import channel_states
 from gateway.seam.connections import ChannelState
 from gateway.seam.console import (
@@ -26,6 +26,7 @@ from gateway.seam.console import (
     KeyView,
     LiveSession,
     LoginUse,
+    RuleView,
     Sees,
     Standing,
     TimerView,
@@ -172,6 +173,9 @@ class ConsoleDoor:
             if sees(project)
         ]
 
+    def rules(self) -> list[RuleView]:
+        return [_rule_view(rule, index) for index, rule in enumerate(self.core.config.rules)]
+
     async def redeliver(self, job_id: int, sees: Sees) -> bool:
         return await self.db.write(console_store.redeliver_webhook, job_id, sees)
 
@@ -253,6 +257,19 @@ def asks(
         return bool(targets) or any(target.get("responders") is None for target in route)
     tree = evaluator.from_dict(json.loads(row.policy_json))
     return bool(targets & evaluator.active_targets(tree, votes.seconds_since(row, now)))
+
+
+def _rule_view(rule: Rule, index: int) -> RuleView:
+    kind = "any request" if rule.kind is None else f"{rule.kind.value}s".replace("_", " ")
+    applies_to = f'fn "{rule.fn}", run_id "{rule.run_id}", {kind}'
+    if rule.decide is not None:
+        then = rule.decide + (f': "{rule.comment}"' if rule.comment else "")
+    elif rule.policy is not None:
+        policy = rule.policy.model_dump(exclude_none=True)
+        then = "policy " + json.dumps(policy, separators=(", ", ": "))
+    else:
+        then = str(rule.target)
+    return RuleView(rule_label(rule, index), applies_to, rule.when, then)
 
 
 def _webhook_job(job: JobRow) -> WebhookJobView:

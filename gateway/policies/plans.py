@@ -1,12 +1,14 @@
 """From a request and the routing config to its plan: the targets to contact (and when), the
 approval policy over them, and its deadline, reminders and escalation.
 
-A matching rule from the config file is the floor: the request's own `spec.channel` (with
-HumanLayer's composite `any_of` / `all_of`) can only add to it (`all_of` the rule's policy
-and the agent's channels), never replace or weaken it. Without a rule, first match wins: the
-request's `spec.channel`, the API key's default target, the project's policy or default
-target, then the web console alone. Timing settings are
-looked up separately, field by field: the matching rule's, then the named team's, then the
+A rule that decides (`decide = "approve" | "reject"`) settles the request at create, before
+anything else: nobody is contacted, whatever the request's own `spec.channel` says. Any other
+matching rule (the first in the file; `gateway.conditions` for its `when`) is the floor:
+the request's own `spec.channel` (with HumanLayer's composite `any_of` / `all_of`) can only
+add to it (`all_of` the rule's policy and the agent's channels), never replace or weaken it.
+Without a rule, first match wins: the request's `spec.channel`, the API key's default
+target, the project's policy or default target, then the web console alone. Timing settings
+are looked up separately, field by field: the matching rule's, then the named team's, then the
 project's, so a rule can put a deadline on requests an agent routes itself.
 """
 
@@ -17,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TypeVar
 
-from gateway.lifecycle import Kind
+from gateway.conditions import Facts
 from gateway.policies.evaluator import Group, Leaf, Mode, Node
 from gateway.routing import (
     DelayedTarget,
@@ -61,6 +63,13 @@ class Plan:
     delays: list[float]  # per target: seconds after the request before it is contacted
     policy: Node | None  # None: the first answer decides (no quorum, no all_of, no delay)
     schedule: Schedule = field(default_factory=Schedule)
+    rule: Rule | None = None  # the config's rule that matched
+    rule_label: str | None = None  # "rule NAME" (or "rule 3" for an unnamed one)
+
+    @property
+    def decided(self) -> bool:
+        """The matching rule decides the request itself: nobody is contacted."""
+        return self.rule is not None and self.rule.decide is not None
 
     def expires_at(self, requested_at: datetime, given: datetime | None) -> datetime | None:
         """The earlier of the request's own `expires_at` and its configured `expires_after`:
@@ -156,21 +165,21 @@ def plan(
     config: RoutingConfig,
     *,
     channel: ContactChannel | None,
-    kind: Kind,
-    fn: str,
-    run_id: str,
+    facts: Facts,
     key_target: str | None,
     project: ProjectConfig | None,
     project_target: str | None,
-    project_name: str = "default",
 ) -> Plan:
-    builder = _Builder(config, project_name)
-    rule = next((r for r in config.rules if r.matches(kind, fn, run_id)), None)
+    matched = config.first_match(facts)
+    if matched is not None and matched[0].decide is not None:  # before the agent's channel:
+        return Plan([], [], None, rule=matched[0], rule_label=matched[1])  # nobody is asked
+    builder = _Builder(config, facts.project)
+    rule, label = matched or (None, None)
     root = builder.channel(channel) if channel is not None else None
     timed_by = builder.teams  # the teams whose timing applies: the agent's, without a rule
-    if rule is not None:  # the operator's rule is a floor: the agent's channels only add
+    if rule is not None and label is not None:  # a floor: the agent's channels only add
         agents = len(builder.teams)
-        floor = builder.rule(rule, f"rule {config.rules.index(rule) + 1}")
+        floor = builder.rule(rule, label)
         root = floor if root is None else Group(Mode.ALL_OF, (floor, root))
         timed_by = builder.teams[agents:]  # the rule's own: the agent's teams time nothing
     if root is None and key_target:
@@ -187,6 +196,8 @@ def plan(
         delays=_delays(root, len(builder.targets)),
         policy=None if _first_answer_decides(root) else root,
         schedule=_schedule([rule, *teams, project]),
+        rule=rule,
+        rule_label=label,
     )
 
 

@@ -106,6 +106,16 @@ class KeyView:
 
 
 @dataclass(frozen=True)
+class RuleView:
+    """A rule of the routing config as the console lists it, in the file's order."""
+
+    label: str  # "rule NAME" (or "rule 3")
+    applies_to: str  # 'fn "drop_*", run_id "*", function calls'
+    when: str | None  # its CEL expression
+    then: str  # 'reject: "never rm -rf /"', "team:finance", 'policy {"all_of": [...]}'
+
+
+@dataclass(frozen=True)
 class WebhookJobView:
     id: int
     endpoint_id: int | None
@@ -200,6 +210,10 @@ class Console(Protocol):
 
     async def keys(self, sees: Sees) -> list[KeyView]:
         """The API keys of the projects the person may see, with their scopes."""
+        ...
+
+    def rules(self) -> list[RuleView]:
+        """The routing config's rules, first match first."""
         ...
 
     async def redeliver(self, job_id: int, sees: Sees) -> bool:

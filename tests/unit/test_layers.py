@@ -35,6 +35,7 @@ ORDER = (
     "policies",
     "core",
     "routing",
+    "conditions",
     "wire",
     "security",
     "store",

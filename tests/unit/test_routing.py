@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from gateway.conditions import Facts
 from gateway.errors import InvalidInput
-from gateway.lifecycle import Kind
 from gateway.policies.plans import plan
 from gateway.routing import RoutingConfig, load_config
 from gateway.seam.targets import Target
@@ -96,9 +96,7 @@ def call(
     return plan(
         config,
         channel=channel,
-        kind=Kind(kind),
-        fn=fn,
-        run_id=run_id,
+        facts=Facts(kind=kind, fn=fn, run_id=run_id),
         key_target=key_target,
         project=None,
         project_target=project_target,

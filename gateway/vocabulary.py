@@ -69,6 +69,7 @@ class AuditEvent(StrEnum):
     WEBHOOK_FAILED = "webhook_failed"
     WEBHOOK_ENDPOINT_DISABLED = "webhook_endpoint_disabled"  # the receiver answered 410
     EMAIL_REPLY_IGNORED = "email_reply_ignored"  # a reply that changed nothing, and why
+    UNCLEAR_REPLY = "unclear_reply"  # a free-text reply read as neither yes nor no: kept
 
 
 class ChannelName(StrEnum):

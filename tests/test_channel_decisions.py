@@ -81,7 +81,7 @@ async def test_late_answers_are_told_who_decided_in_the_same_words_everywhere(
         (Verb.OPTION, None, 0, "rejected", "marked as spam"),
         (Verb.OPTION, "my own words", "spam", "rejected", "my own words"),
         (Verb.REPLY, "LGTM 👍", None, "approved", None),
-        (Verb.REPLY, "yes, but not on Friday", None, "rejected", "yes, but not on Friday"),
+        (Verb.REPLY, "No, not on prod", None, "rejected", "No, not on prod"),
     ],
 )
 async def test_each_verb_decides_by_the_core_rules(
@@ -115,6 +115,7 @@ async def test_wrong_verbs_unknown_options_and_missing_answers_are_refused(
         (call.rid, Verb.OPTION, {"choice": 3}, Refusal.UNKNOWN_OPTION),
         (call.rid, Verb.OPTION, {"choice": "later"}, Refusal.UNKNOWN_OPTION),
         (question.rid, Verb.ANSWER, {"text": "  "}, Refusal.MISSING_TEXT),
+        (call.rid, Verb.REPLY, {"text": "yes, but not on Friday"}, Refusal.UNCLEAR),
     ]
     for rid, verb, details, why in cases:
         refused = await answers(gateway).answer(rid, verb, who, **details)

@@ -50,7 +50,7 @@ Key = Callable[[], bytes]  # the key of reply tokens, derived from GATEWAY_SECRE
 class Handled:
     """What the pipeline did with one message (also the audit trail's wording)."""
 
-    result: str  # decided | refused | ignored | duplicate
+    result: str  # decided | unclear | refused | ignored | duplicate
     reason: str
     rid: str | None = None
 
@@ -149,16 +149,17 @@ class Inbox:
         if request.status != Status.PENDING:
             return await self._late(message, key, request, sender)
         text = reading.reply_text(message)
-        intent = reading.read_intent(text, kind=request.kind, options=request.options)
+        signer = reading.display_name(message)
+        intent = reading.read_intent(
+            text, kind=request.kind, options=request.options, signer=signer
+        )
         if intent.verdict == "unreadable":
             why = f"I could not read an answer. {HOW_TO_ANSWER}"
             return await self._refuse(message, request, sender, why)
         extra = {"message_id": key}  # so a second copy of this message knows it decided
         if voter != sender:
             extra["by"] = BY_LIST
-        who = Responder(
-            AnsweredIn.EMAIL, address, _display_name(message, sender), email=address, extra=extra
-        )
+        who = Responder(AnsweredIn.EMAIL, address, signer or sender, email=address, extra=extra)
         verb = _VERBS[intent.verdict]
         choice = intent.option_name
         outcome = await self.answers.answer(
@@ -167,6 +168,9 @@ class Inbox:
         if isinstance(outcome, Refused):
             if outcome.why == Refusal.DECIDED:
                 return await self._late(message, key, await self._reload(request), sender)
+            if outcome.why == Refusal.UNCLEAR:  # pending still; the reply is in the audit trail
+                await self._tell(message, sender, request.rid, outcome.message)
+                return Handled("unclear", outcome.message, request.rid)
             return await self._refuse(
                 message, request, sender, f"{outcome.message}. {HOW_TO_ANSWER}"
             )
@@ -252,15 +256,10 @@ def _recipient(request: RequestView, sender: str) -> str | None:
 _VERBS = {
     "approve": Verb.APPROVE,
     "reject": Verb.REJECT,
+    "unclear": Verb.REPLY,  # the answer path reads it again, keeps it and asks again
     "option": Verb.OPTION,
     "response": Verb.ANSWER,
 }
-
-
-def _display_name(message: EmailMessage, fallback: str) -> str:
-    addresses: tuple[Any, ...] = getattr(message.get("From"), "addresses", ())
-    name = addresses[0].display_name if len(addresses) == 1 else ""
-    return str(name or fallback)
 
 
 def _read_as(intent: reading.Intent) -> str:

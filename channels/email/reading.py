@@ -1,10 +1,11 @@
 """Reading an email reply: its new text, the intent in it, who sent it, whether a person did.
 
 Pure functions over messages parsed with `email.policy.default`; no network. The new text is
-what mail-parser-reply keeps, cut again by `gateway.seam.new_text` (signatures, "Sent from
-my ...", quoted header blocks), so the quoted request ("reply APPROVE or REJECT") is never
-read. An approval is read by `gateway.seam.read_reply`, the rule every text channel
-shares: only a plain yes approves; anything else rejects with the text as the comment.
+cut by `gateway.seam.new_text` (quotes under an attribution, signatures, "Sent from my ...",
+quoted header blocks), so the quoted request ("reply APPROVE or REJECT") is never read. An
+approval is read by `gateway.seam.read_reply`, the rule every text channel shares: a plain
+yes approves, a plain no rejects with the text as the comment, and anything else is
+unclear: it decides nothing and the person is asked again.
 """
 
 from __future__ import annotations
@@ -20,19 +21,17 @@ from email.utils import parseaddr
 from html.parser import HTMLParser
 from typing import Any, Literal
 
-from mailparser_reply import EmailReplyParser
-
 from gateway.lifecycle import Kind
 from gateway.seam import Reading, first_line, new_text, read_reply
+from gateway.seam import Verdict as ReplyVerdict
 
-LANGUAGES = ["en", "de", "fr", "es", "nl", "it", "sv", "da", "pl", "cs"]
 MAX_BODY_CHARS = 20_000
 MAX_LINE_CHARS = 1_000
 REJECT_WORDS = ("rejected", "reject", "denied", "deny", "no")
 AUTOMATIC_LOCAL_PARTS = frozenset({"mailer-daemon", "postmaster"})
 BULK_PRECEDENCE = frozenset({"bulk", "junk", "list", "auto_reply"})
 
-Verdict = Literal["approve", "reject", "option", "response", "unreadable"]
+Verdict = Literal["approve", "reject", "unclear", "option", "response", "unreadable"]
 
 # A keyword ends at the line's end or at punctuation; "Reject not now" or "No problem" keep
 # their whole text as the comment instead of losing the first word.
@@ -157,7 +156,7 @@ def _bounded(body: str) -> str:
 
 
 def reply_text(message: EmailMessage) -> str:
-    """The new text of a reply: quotes, attribution lines and signatures removed.
+    """The new text of a reply: quotes, attribution lines, signatures and sign-offs removed.
 
     The text/plain part is preferred; an HTML-only (or empty plain) reply is converted.
     A reply that is only a quote gives "". Only the first MAX_BODY_CHARS are read.
@@ -165,10 +164,19 @@ def reply_text(message: EmailMessage) -> str:
     body = _body(message, "plain")
     if not body.strip():
         body = _body(message, "html")
-    replies = EmailReplyParser(languages=LANGUAGES).read(_bounded(body)).replies
-    # A reply that starts with a quote header has no new text: replies[0] is the quote.
-    text = replies[0].body if replies and not replies[0].headers else ""
-    return new_text(str(text))
+    # The shared reader's cut, not a mail parser's: those also cut a quote with no
+    # attribution above it, or the words under a quote, and a yes above them then approved.
+    return new_text(_bounded(body), signer=display_name(message))[:MAX_BODY_CHARS]
+
+
+def display_name(message: EmailMessage) -> str | None:
+    """The From header's display name ("Alice Smith"), if it has one."""
+    try:
+        addresses: tuple[Any, ...] = getattr(message.get("From"), "addresses", ())
+    except Exception:  # the stdlib address parser raises assorted errors on hostile input
+        return None
+    name = addresses[0].display_name if len(addresses) == 1 else ""
+    return str(name) or None
 
 
 # --- the intent in it -------------------------------------------------------------------
@@ -217,7 +225,9 @@ def _reject(text: str, reading: Reading) -> Intent:
     return Intent("reject", text.strip(), reading=reading)
 
 
-def read_intent(text: str, *, kind: Kind, options: list[dict[str, Any]]) -> Intent:
+def read_intent(
+    text: str, *, kind: Kind, options: list[dict[str, Any]], signer: str | None = None
+) -> Intent:
     """The decision in a reply's new text: an option named on its first line, else the
     answer (a question) or how `read_reply` reads it (an approval).
 
@@ -225,6 +235,7 @@ def read_intent(text: str, *, kind: Kind, options: list[dict[str, Any]]) -> Inte
         text: the reply's new text (`reply_text`).
         kind: "function_call" (approve/reject) or "human_contact" (a response).
         options: the spec's `reject_options` or `response_options` (dicts with `name`).
+        signer: the sender's display name (their signature block is not read).
     """
     if not text.strip():
         return Intent("unreadable")
@@ -233,10 +244,12 @@ def read_intent(text: str, *, kind: Kind, options: list[dict[str, Any]]) -> Inte
         return option
     if kind == Kind.HUMAN_CONTACT:
         return Intent("response", text.strip())
-    reading = read_reply(text)
-    if reading.approved:
-        return Intent("approve", reading.rest, reading=reading)
-    return _reject(text, reading)
+    reading = read_reply(text, signer=signer)
+    if reading.verdict is ReplyVerdict.APPROVE:
+        return Intent("approve", reading=reading)
+    if reading.verdict is ReplyVerdict.REJECT:
+        return _reject(text, reading)
+    return Intent("unclear", text.strip(), reading=reading)
 
 
 # --- who sent it, and whether a person did -----------------------------------------------

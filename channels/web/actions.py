@@ -23,6 +23,7 @@ _STATUS = {
     Refusal.UNKNOWN_OPTION: 422,
     Refusal.MISSING_TEXT: 422,
     Refusal.WRONG_VERB: 422,
+    Refusal.UNCLEAR: 422,
 }
 
 

@@ -12,7 +12,7 @@ from gateway.lifecycle import Event, Kind, noun
 from gateway.seam.answers import Refusal, Refused
 from gateway.seam.callbacks import Verb
 from gateway.seam.people import Responder, default_rejection
-from gateway.seam.replies import Reading, read_reply
+from gateway.seam.replies import Reading, Verdict, read_reply
 from gateway.seam.sentences import spoken
 from gateway.seam.views import options_of
 from gateway.store.rows import RequestRow
@@ -92,16 +92,18 @@ def decision_for(
 def _reply(
     row: RequestRow, who: dict[str, Any], text: str | None
 ) -> tuple[Decision, Reading | None] | Refused:
-    """Free text: a question's answer; on an approval only a plain yes approves, anything
-    else rejects with the text as the reason (an empty reply: with the gateway's own)."""
+    """Free text: a question's answer; on an approval a plain yes approves, a plain no
+    rejects with the text as the reason, and anything else decides nothing (UNCLEAR)."""
     if row.kind == Kind.HUMAN_CONTACT:
         if text is None:
             return Refused(Refusal.MISSING_TEXT, "type an answer first")
         return Decision(Event.RESPOND, who, response=text), None
-    reading = read_reply(text or "")
-    if reading.approved:
-        return Decision(Event.APPROVE, who, comment=reading.rest), reading
-    return Decision(Event.REJECT, who, comment=text or default_rejection(who)), reading
+    reading = read_reply(text or "", signer=who.get("name"))
+    if reading.verdict is Verdict.APPROVE:
+        return Decision(Event.APPROVE, who), reading
+    if reading.verdict is Verdict.REJECT:
+        return Decision(Event.REJECT, who, comment=text or default_rejection(who)), reading
+    return Refused(Refusal.UNCLEAR, reading.sentence)
 
 
 def _option_decision(

@@ -22,7 +22,9 @@ from gateway.seam.targets import responders_through
 from gateway.seam.views import RequestView
 from gateway.store import requests as request_store
 from gateway.store.rows import RequestRow
-from gateway.vocabulary import AnsweredIn, ChannelName
+from gateway.vocabulary import AnsweredIn, AuditEvent, ChannelName
+
+UNCLEAR_KEPT_CHARS = 4000  # of an unclear reply's text, in its audit event
 
 
 class AnswerDoor:
@@ -50,6 +52,8 @@ class AnswerDoor:
             return found
         row, project = found
         made = decision_for(row, verb, responder, text=text, choice=choice)
+        if isinstance(made, Refused) and made.why == Refusal.UNCLEAR:
+            await self._keep_unclear(row, responder, text or "", made.message)
         if isinstance(made, Refused):
             return made
         decision, reading = made
@@ -61,6 +65,13 @@ class AnswerDoor:
         except NotAllowed as refused:
             return Refused(Refusal.NOT_ALLOWED, str(refused))
         return Answered(self.core.view(decided, project), reading)
+
+    async def _keep_unclear(
+        self, row: RequestRow, responder: Responder, text: str, why: str
+    ) -> None:
+        """An unclear reply decides nothing, and its words stay in the audit trail."""
+        detail = {"by": responder.user_info(), "text": text[:UNCLEAR_KEPT_CHARS], "read": why}
+        await self.core.db.write(request_store.add_event, row.rid, AuditEvent.UNCLEAR_REPLY, detail)
 
     async def refusal(self, rid: str, responder: Responder) -> Refused | None:
         found = await self._answerable(rid, responder)

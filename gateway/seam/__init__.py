@@ -32,6 +32,7 @@ from gateway.seam.console import (
     LiveSession,
     LoginUse,
     PolicyNode,
+    RuleView,
     Sees,
     Standing,
     TimerView,
@@ -48,7 +49,7 @@ from gateway.seam.people import (
     plain_who,
 )
 from gateway.seam.records import Records, ResumePoint
-from gateway.seam.replies import Reading, first_line, new_text, read_reply
+from gateway.seam.replies import Reading, Verdict, first_line, new_text, read_reply
 from gateway.seam.routes import responses
 from gateway.seam.sentences import (
     CUT,
@@ -104,6 +105,7 @@ __all__ = [
     "Responder",
     "ResumePoint",
     "Routed",
+    "RuleView",
     "Sees",
     "Sent",
     "Session",
@@ -113,6 +115,7 @@ __all__ = [
     "Target",
     "TimerView",
     "Verb",
+    "Verdict",
     "WebhookJobView",
     "already_decided",
     "decode",

@@ -23,6 +23,7 @@ class Refusal(StrEnum):
     UNKNOWN_OPTION = "unknown_option"
     MISSING_TEXT = "missing_text"
     WRONG_VERB = "wrong_verb"
+    UNCLEAR = "unclear"  # a free-text reply that is neither a plain yes nor a plain no
 
 
 @dataclass(frozen=True)

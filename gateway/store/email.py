@@ -55,6 +55,6 @@ def mark_handled(
 ) -> None:
     """Record a handled message, and on its request why a reply changed nothing."""
     mark_seen(conn, message_key, rid, f"{result}: {reason}")
-    if rid is not None and result != "decided":
+    if rid is not None and result not in ("decided", "unclear"):  # the answer path keeps those
         detail = {"result": result, "reason": reason, "message_id": message_key}
         request_store.add_event(conn, rid, AuditEvent.EMAIL_REPLY_IGNORED, detail)

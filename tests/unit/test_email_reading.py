@@ -24,6 +24,7 @@ from channels.email.reading import (
 )
 from channels.email.tokens import message_ids_in_thread, rid_from_headers
 from gateway.lifecycle import Kind
+from gateway.seam import Verdict
 
 CORPUS = Path(__file__).parent.parent / "data" / "email"
 BASE, KEY, AUTHSERV = "approvals@example.com", b"test-email-key", "mx.example.com"
@@ -60,7 +61,7 @@ CASES = {
     "gmail_approve.eml": Expected(Intent("approve"), "alice.approver@gmail.com"),
     # "after the standup" defers the yes above it: no approval, the reply is the reason.
     "gmail_html_only.eml": Expected(
-        Intent("reject", "LGTM.\n\nShip it after the standup please."), "alice.approver@gmail.com"
+        Intent("unclear", "LGTM.\n\nShip it after the standup please."), "alice.approver@gmail.com"
     ),
     "outlook_reject.eml": Expected(Intent("reject", "not this quarter"), "bob.smith@contoso.com"),
     # A bare-name signature is indistinguishable from text, so it stays in the reason.
@@ -147,16 +148,18 @@ def test_thread_ids_point_at_the_reminder_first() -> None:
 # --- reply_text -------------------------------------------------------------------------
 
 
-def test_quoted_lines_without_a_header_are_dropped() -> None:
-    message = parse("From: a@b.example\n\nno: too late\n> Reply APPROVE or REJECT\n")
-    assert reply_text(message) == "no: too late"
+def test_quoted_lines_without_a_real_attribution_are_kept() -> None:
+    # Without an attribution above them, the quoted words may be anyone's: the reader must
+    # see them (a yes or a no to them is no plain answer).
+    message = parse("From: a@b.example\n\n> Approve?\nno: too late\n> Reply APPROVE or REJECT\n")
+    assert reply_text(message) == "> Approve?\nno: too late\n> Reply APPROVE or REJECT"
 
 
 @pytest.mark.parametrize(
     "tail",
     [
         "Sent from Mail for Windows",
-        "---------- Forwarded message ---------\nFrom: Approvals\nDate: Sun\n\nReply APPROVE",
+        "---------- Forwarded message ---------\nFrom: Approvals\nDate: Sun\nTo: Alice\n\nAPPROVE",
     ],
 )
 def test_what_mail_parser_reply_leaves_is_cut_too(tail: str) -> None:
@@ -243,8 +246,9 @@ def test_a_plain_yes_approves(text: str) -> None:
     assert intent.reading is not None and intent.reading.approved
 
 
-def test_approve_keeps_following_lines_as_comment() -> None:
-    assert fc("Approve\n\nwatch the error rate") == Intent("approve", "watch the error rate")
+def test_an_approval_with_more_to_say_is_unclear() -> None:
+    text = "Approve\n\nwatch the error rate"
+    assert fc(text) == Intent("unclear", text)
 
 
 @pytest.mark.parametrize(
@@ -264,11 +268,14 @@ def test_reject_words_take_the_rest_as_reason(text: str, comment: str | None) ->
     assert fc(text) == Intent("reject", comment)
 
 
+def test_a_no_that_is_no_keyword_rejects_with_the_whole_text() -> None:
+    assert fc("nope") == Intent("reject", "nope")
+
+
 @pytest.mark.parametrize(
     "text",
     [
-        "nope",  # not a keyword, but still not a yes
-        "No doubt, go ahead",  # keyword without punctuation: keep the whole text
+        "No doubt, go ahead",  # a no and a yes
         "Reject not now",
         "Nothing to add",
         "no-op for now",
@@ -277,18 +284,18 @@ def test_reject_words_take_the_rest_as_reason(text: str, comment: str | None) ->
         "looks good, send it to finance",
     ],
 )
-def test_anything_else_on_an_approval_rejects_with_the_whole_text(text: str) -> None:
+def test_anything_else_on_an_approval_is_unclear_with_the_whole_text(text: str) -> None:
     intent = fc(text)
-    assert intent == Intent("reject", text)
-    assert intent.reading is not None and not intent.reading.approved
+    assert intent == Intent("unclear", text)
+    assert intent.reading is not None and intent.reading.verdict is Verdict.UNCLEAR
 
 
 def test_the_reading_says_why() -> None:
     reading = fc("yes, but not today").reading
     assert reading is not None
-    assert (
-        reading.sentence
-        == 'We read your reply as a rejection ("yes, but not today"): it says "but".'
+    assert reading.sentence == (
+        'I couldn\'t read that as a clear yes or no (it says "but"): '
+        "reply APPROVE, or REJECT followed by your reason."
     )
     assert fc("too risky", REJECT_OPTIONS).reading is None  # an option is named, not read
 
@@ -309,7 +316,7 @@ def test_empty_text_is_unreadable(text: str) -> None:
             "wrong environment.\nprod-eu, not prod-us",
             Intent("option", "prod-eu, not prod-us", "wrong_env"),
         ),
-        ("too risky today", Intent("reject", "too risky today")),
+        ("too risky today", Intent("unclear", "too risky today")),
     ],
 )
 def test_reject_options_match_name_or_title_case_insensitively(text: str, expected: Intent) -> None:

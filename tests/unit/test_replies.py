@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.seam.replies import QUOTE_LIMIT, Reading, first_line, new_text, read_reply, tokens
+from gateway.seam.replies import (
+    QUOTE_LIMIT,
+    Reading,
+    Verdict,
+    first_line,
+    new_text,
+    read_reply,
+    tokens,
+)
 
 QUOTED_REQUEST = "> Agent agent-7 wants to call drop_table\n> Reply APPROVE, or REJECT\n"
 
@@ -16,7 +24,7 @@ QUOTED_REQUEST = "> Agent agent-7 wants to call drop_table\n> Reply APPROVE, or 
 @pytest.mark.parametrize(
     "after",
     [
-        "-- \nAlice Smith\nNot available on Fridays",
+        "-- \nAlice Smith\nVP Engineering | Acme Corp\n+1 555 0100",
         "--\nAlice",
         "Sent from my iPhone",
         "Sent from Mail for Windows",
@@ -27,22 +35,55 @@ QUOTED_REQUEST = "> Agent agent-7 wants to call drop_table\n> Reply APPROVE, or 
         + QUOTED_REQUEST,
         "On Sun, Nov 22, 2026 at 10:00 AM Approvals <\napprovals@example.test> wrote:\n"
         + QUOTED_REQUEST,
-        "Approvals wrote:\n" + QUOTED_REQUEST,
+        "Approvals <approvals@example.test> wrote:\n" + QUOTED_REQUEST,
         "-----Original Message-----\nFrom: Approvals\nSent: Sunday\nTo: Alice\nSubject: x\nNo",
         "From: Approvals <approvals@example.test>\nSent: Sunday\nTo: Alice\nSubject: x\n\nNo",
         "________________________________\nFrom: Approvals\nSent: Sunday\nTo: Alice\n\nNo",
         "*From:* Approvals\n*Date:* Sunday\n*Subject:* x\n\nNo",
         "Von: Approvals\nGesendet: Sonntag\nAn: Alice\nBetreff: x\n\nNein",
-        "---------- Forwarded message ---------\nFrom: Approvals\n\nNo",
-        "Begin forwarded message:\n\nNo",
+        "---------- Forwarded message ---------\nFrom: Approvals\nDate: Sun\n\nNo",
+        "Begin forwarded message:\n\nFrom: Approvals\nSubject: x\nDate: Sun\n\nNo",
     ],
 )
 def test_new_text_ends_where_the_quote_or_signature_starts(after: str) -> None:
     assert new_text(f"Approved, thanks!\n\n{after}\n") == "Approved, thanks!"
 
 
-def test_quoted_lines_are_dropped_where_they_are() -> None:
-    assert new_text("> Approve?\nYes\n> anything else\nno, thanks") == "Yes\nno, thanks"
+def test_quotes_without_a_real_attribution_stay_they_are_someone_elses_words() -> None:
+    text = "> Approve?\nYes\n> anything else\nno, thanks"
+    assert new_text(text) == text
+    assert read_reply("> Can we hold this until the backup finishes?\n\nAgreed.").why == (
+        "it answers quoted words"
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Approved.\n\nSent from my iPhone\nActually hold off until Dana confirms.",
+        "Approved\n________________________________\nDana: please hold until the freeze",
+        "OK\n--\nbut only on staging",
+        "Approved\n-- \nAlice\nP.S. not before the backup finishes",
+        "Approved.\n\nThanks,\nAlice\nStaging, not prod.",
+        "Go ahead.\n\nAlice Smith (not the DB owner, so check with Dana)",
+        "Yes\n\nAlice Smith, for the record: I think this is a mistake",
+    ],
+)
+def test_words_under_a_footer_separator_or_name_are_still_read(text: str) -> None:
+    assert read_reply(text, signer="Alice Smith").verdict is Verdict.UNCLEAR
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Approve\nsent from the beach, do not run before I'm back",
+        "Yes\nBut see what Bob wrote:\n> do not run on prod",
+        "OK\n\nOn Sunday Bob wrote:\nwait for me",  # no quote follows: the person's text
+        "Yes\nOn second thought, see what Bob wrote:\n> no",  # no date, no address
+    ],
+)
+def test_lines_that_only_look_like_markers_are_the_persons_text(text: str) -> None:
+    assert new_text(text) == text
 
 
 def test_lines_that_only_look_like_headers_stay() -> None:
@@ -58,47 +99,86 @@ def test_tokens_are_normalised() -> None:
     assert tokens("Don\u2019t :+1::skin-tone-3: ✔\ufe0f") == ["don't", "👍", "✔"]
     assert tokens("+1, not -1 or +15551234") == ["+1", "not", "-1", "or", "15551234"]
     assert tokens("ok? see https://x.example/?a=1 or bob@x.example") == ["ok", "?", "see", "or"]
+    assert tokens("~~approved~~ ¬ :/") == ["~", "~", "approved", "~", "~", "¬", "😕"]
+    assert tokens("w\u200bait <@U123> <https://x.example|blocked>") == ["wait", "blocked"]
+    assert tokens("ok\u037e ok\U0001e95f") == ["ok", "?", "ok", "?"]  # Greek, Adlam
 
 
 # --- the reading ------------------------------------------------------------------------
 
 
-def test_an_approval_quotes_its_intent_line_and_keeps_the_rest_as_comment() -> None:
-    reading = read_reply("Hi Bob,\n\nYes please, go ahead.\n\nwatch the error rate\n")
-    assert reading == Reading(True, "Yes please, go ahead.", "a plain yes", "watch the error rate")
+def test_an_approval_is_a_plain_yes_and_quotes_it() -> None:
+    reading = read_reply("Hi Bob,\n\nYes please, go ahead.\n\nThanks,\nAlice\n")
+    assert reading == Reading(Verdict.APPROVE, "Yes please, go ahead.", "a plain yes")
     assert reading.explanation == 'read as an approval: "Yes please, go ahead."'
     assert reading.sentence == 'We read your reply as an approval ("Yes please, go ahead.").'
+
+
+def test_a_yes_with_more_to_say_is_unclear_and_asks_again() -> None:
+    reading = read_reply("Hi Bob,\n\nYes please, go ahead.\n\nwatch the error rate\n")
+    assert reading.verdict is Verdict.UNCLEAR
+    assert reading.why == 'it says more than yes ("watch the error rate")'
+    assert reading.sentence.startswith("I couldn't read that as a clear yes or no (")
+    assert reading.sentence.endswith(": reply APPROVE, or REJECT followed by your reason.")
 
 
 @pytest.mark.parametrize(
     ("text", "why"),
     [
         ("yes, but not today", 'it says "but"'),
-        ("don't approve", 'it says "don\'t"'),
-        ("I can\u2019t approve this", 'it says "can\'t"'),
         ("hold until Monday", 'it says "hold"'),
         ("ok after the backup finishes", 'it says "after"'),
         ("approved? no way", "it asks a question"),
-        ("👍 👎", 'it says "👎"'),
-        ("Approved\n\nActually, hold on", 'it says "hold"'),  # a veto anywhere counts
-        ("looks good, send it to finance", "it is not a plain yes"),
-        ("thanks", "it is not a plain yes"),
-        ("Sent from my iPhone", "it is empty"),
+        ("ok\u061f", "it asks a question"),  # Arabic
+        ("Approve\u203d", "it asks a question"),  # interrobang
+        ("\U0001f44d \U0001f44e", "it says both yes and no"),
+        ("Approved\n\nActually, hold on", 'it says "hold"'),
+        (
+            "looks good, send it to finance",
+            'it says more than yes ("looks good, send it to finance")',
+        ),
+        ("thanks", "it is neither a plain yes nor a plain no"),
+        ("Sent from my iPhone", "there is nothing to read"),
+        ("Yes\nBut see what Bob wrote:\n> do not run on prod", "it answers quoted words"),
+        ("Approved.\n\n> do not run on prod", "it answers quoted words"),
+        ("Approve\nsent from the beach, do not run", "it says both yes and no"),
     ],
 )
-def test_a_rejection_says_why(text: str, why: str) -> None:
+def test_unclear_says_why(text: str, why: str) -> None:
     reading = read_reply(text)
-    assert (reading.approved, reading.why) == (False, why)
-    assert reading.explanation == f"read as a rejection: {why}"
+    assert (reading.verdict, reading.why) == (Verdict.UNCLEAR, why)
+    assert reading.explanation == f"read as unclear: {why}"
 
 
-def test_a_rejection_quotes_the_whole_reply_on_one_line() -> None:
+@pytest.mark.parametrize(
+    "text",
+    [
+        "no",
+        "Nope, too risky",
+        "don't approve",
+        "I can\u2019t approve this",
+        "👎",
+        "Nein, bitte nicht",
+    ],
+)
+def test_a_plain_no_rejects(text: str) -> None:
+    reading = read_reply(text)
+    assert reading.verdict is Verdict.REJECT
+    assert reading.sentence.startswith("We read your reply as a rejection (")
+
+
+@pytest.mark.parametrize("text", ["not yet", "No, unless Bob agrees", "no?"])
+def test_a_no_that_holds_back_or_asks_is_unclear(text: str) -> None:
+    assert read_reply(text).verdict is Verdict.UNCLEAR
+
+
+def test_a_reading_quotes_the_whole_reply_on_one_line() -> None:
     reading = read_reply("Yes.\n\nBut wait until\nthe backup is done.")
-    assert reading.sentence == (
-        'We read your reply as a rejection ("Yes. But wait until the backup is done."): '
-        'it says "but".'
+    assert reading.said == "Yes. But wait until the backup is done."
+    assert read_reply("").sentence == (
+        "I couldn't read that as a clear yes or no (there is nothing to read): "
+        "reply APPROVE, or REJECT followed by your reason."
     )
-    assert read_reply("").sentence == "We read your reply as a rejection: it is empty."
 
 
 def test_long_replies_are_cut_when_quoted() -> None:
@@ -119,6 +199,14 @@ def test_a_greeting_before_the_yes_is_skipped(text: str) -> None:
 def test_a_greeting_alone_is_no_yes() -> None:
     assert not read_reply("Hi Alice,").approved
     assert not read_reply("Hi Alice,\nthanks").approved
+
+
+def test_the_senders_signature_block_is_not_read() -> None:
+    text = "Approved.\n\nAlice Smith\nHead of Platform\n+1 555 0100"
+    assert read_reply(text, signer="Alice Smith").approved
+    assert not read_reply(text).approved  # whose name that is, only the sender tells
+    postscript = "Approved.\n\nAlice\nPS: not before 6pm"
+    assert read_reply(postscript, signer="Alice Smith").verdict is Verdict.UNCLEAR
 
 
 def test_first_line_skips_blank_lines() -> None:

@@ -50,6 +50,7 @@ DOCUMENTED: dict[type[StrEnum], set[str]] = {
         "webhook_failed",
         "webhook_endpoint_disabled",
         "email_reply_ignored",
+        "unclear_reply",
     },
     ChannelName: {"web", "slack", "discord", "email", "sms", "whatsapp"},
     AnsweredIn: {"api", "cli", "gateway", "web", "slack", "discord", "email"},

@@ -1,6 +1,7 @@
 """Approval replies as people write them, end to end: delivered by LMTP into a real Dovecot,
-read by the gateway's IMAP watcher, decided, and confirmed by email with how each was read.
-The full list of phrasings is the unit corpus (tests/data/replies/corpus.toml)."""
+read by the gateway's IMAP watcher, decided (or, when unclear, not), and answered by email in
+the reply's thread with how each was read. The full list of phrasings is the unit corpus
+(tests/data/replies/corpus.toml)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from tests.channels.email.helpers import (
     to_alice,
 )
 from tests.factories import RequestFactory
+from tests.helpers import events
 from tests.services.dovecot import ThrowawayDovecot
 from tests.services.inprocess import RunningGateway
 from tests.services.smtp_sink import SmtpSink, SunkMessage
@@ -67,27 +69,27 @@ CASES = {
         None,
         'We read your reply as an approval ("👍🏽").',
     ),
-    "outlook-but": Case(
-        "Yes, but not before the backup finishes.\n\nAlice Smith\nVP Engineering\n\n"
+    "outlook-signature-and-headers": Case(
+        # The sender's own signature block (no "-- ") and Outlook's header block are cut.
+        "Yes, approved.\n\nAlice Smith\nDirector of Platform\nAcme Corp\nT: +1 555 0100\n\n"
         f"________________________________\n{OUTLOOK_HEADERS}",
-        False,
-        # A bare-name signature cannot be told from text: it stays in the reason.
-        "Yes, but not before the backup finishes.\n\nAlice Smith\nVP Engineering",
-        'We read your reply as a rejection ("Yes, but not before the backup finishes. '
-        'Alice Smith VP Engineering"): it says "but".',
+        True,
+        None,
+        'We read your reply as an approval ("Yes, approved.").',
     ),
-    "hold": Case(
-        f"hold until Monday\n\n{GMAIL_QUOTE}",
+    "plain-no": Case(
+        f"No - wrong account.\n\n{GMAIL_QUOTE}",
         False,
-        "hold until Monday",
-        'We read your reply as a rejection ("hold until Monday"): it says "hold".',
+        "wrong account.",  # the reason, after the word that rejects
+        'We read your reply as a rejection ("No - wrong account.").',
     ),
-    "question": Case(
-        "approved? no way\n\nSent from my iPhone",
-        False,
-        "approved? no way",
-        'We read your reply as a rejection ("approved? no way"): it asks a question.',
-    ),
+}
+UNCLEAR = {
+    "blocked": "LGTM\nBlocked on the migration",
+    "outlook-but": "Yes, but not before the backup finishes.\n\nAlice Smith\nVP Engineering\n\n"
+    f"________________________________\n{OUTLOOK_HEADERS}",
+    "question": "approved? no way\n\nSent from my iPhone",
+    "beach": "Approve\nsent from the beach, do not run before I'm back",
 }
 
 
@@ -140,3 +142,30 @@ async def test_a_reply_is_read_and_the_confirmation_says_how(
     assert lines[0] == case.read_as
     outcome = "approved" if case.approved else "rejected"
     assert lines[1].startswith(f"Recorded: {outcome} by you at ")
+
+
+@pytest.mark.parametrize("name", sorted(UNCLEAR))
+async def test_an_unclear_reply_decides_nothing_and_asks_again_in_the_thread(
+    gateway: RunningGateway,
+    smtp_sink: SmtpSink,
+    dovecot: ThrowawayDovecot,
+    request_factory: RequestFactory,
+    name: str,
+) -> None:
+    await request_factory(gateway, name, channel=to_alice(), settle=True)
+    (sunk,) = sent_for(smtp_sink, name)
+    raw = reply(sunk.message, UNCLEAR[name])
+    dovecot.deliver(raw, str(sunk.message["Reply-To"]))
+
+    reply_id = str(message_from_bytes(raw, policy=policy.default)["Message-ID"])
+    answer = await answer_to(smtp_sink, reply_id)  # threaded: In-Reply-To is the reply
+    assert answer.rcpt_tos == [ALICE]
+    said = text_of(answer)
+    assert said.startswith("I couldn't read that as a clear yes or no (")
+    assert "reply APPROVE, or REJECT followed by your reason" in said
+    async with gateway.client() as client:
+        found = await client.get(f"/function_calls/{name}")
+    assert found.json()["status"].get("approved") is None  # still pending
+    kept = [e for e in (await events(gateway, name))["events"] if e["type"] == "unclear_reply"]
+    assert len(kept) == 1 and kept[0]["detail"]["by"]["email"] == ALICE
+    assert kept[0]["detail"]["text"].startswith(UNCLEAR[name].split("\n")[0])

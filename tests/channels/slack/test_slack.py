@@ -26,7 +26,7 @@ from tests.channels.slack.helpers import (
 )
 from tests.factories import RequestFactory
 from tests.fakes.slack import FakeSlack
-from tests.helpers import eventually, outbox_idle
+from tests.helpers import events, eventually, outbox_idle
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings
 
 
@@ -227,7 +227,7 @@ async def test_thread_reply_answers_a_question(
     assert note.params["thread_ts"] == thread and "Answered by <@U0ALICE>" in note.params["text"]
 
 
-@pytest.mark.parametrize(("text", "approved"), [("LGTM", True), ("not on a Friday", False)])
+@pytest.mark.parametrize(("text", "approved"), [("LGTM", True), ("No, not on prod", False)])
 async def test_thread_reply_on_an_approval(
     gateway: RunningGateway,
     fake: FakeSlack,
@@ -242,7 +242,7 @@ async def test_thread_reply_on_an_approval(
     result = await decided(gateway, "fc")
     assert result["status"]["approved"] is approved
     if not approved:
-        assert result["status"]["comment"] == "not on a Friday"
+        assert result["status"]["comment"] == "No, not on prod"
     [note] = await fake.wait_for("chat.postEphemeral", 1)  # the person is told how it was read
     expected = "an approval" if approved else "a rejection"
     assert note.params["text"].startswith(f"We read your reply as {expected}")
@@ -282,16 +282,29 @@ async def test_replies_elsewhere_are_ignored(
     assert answer.json()["gateway_status"] == "pending"
 
 
-async def test_an_empty_thread_reply_rejects_with_a_comment(
-    gateway: RunningGateway, fake: FakeSlack, request_factory: RequestFactory
+@pytest.mark.parametrize(
+    "text", ["LGTM\nBlocked on the migration", "Approve\npas en prod", "ok\u061f", ""]
+)
+async def test_an_unclear_thread_reply_decides_nothing_and_asks_again_in_the_thread(
+    gateway: RunningGateway, fake: FakeSlack, request_factory: RequestFactory, text: str
 ) -> None:
-    """The SDK raises on a rejection without a comment: the gateway writes one."""
-    await request_factory(gateway, "empty", channel=TO_C1, settle=True)
+    await request_factory(gateway, "unclear", channel=TO_C1, settle=True)
     assert_posted(fake)
-    await post_event(gateway, reply(await parent_ts(gateway, "empty"), ""))
-    rejected = await decided(gateway, "empty")
-    assert rejected["status"]["approved"] is False
-    assert rejected["status"]["comment"] == "Rejected in Slack by User U0ALICE"
+    thread = await parent_ts(gateway, "unclear")
+    assert (await post_event(gateway, reply(thread, text))).status_code == 200
+    [note] = await fake.wait_for("chat.postEphemeral", 1)
+    assert note.params["thread_ts"] == thread and note.params["user"] == "U0ALICE"
+    assert note.params["text"].startswith("I couldn't read that as a clear yes or no (")
+    assert "reply APPROVE, or REJECT followed by your reason" in note.params["text"]
+    async with gateway.client() as client:
+        pending = await client.get("/function_calls/unclear")
+    assert pending.json()["status"].get("approved") is None
+    trail = (await events(gateway, "unclear"))["events"]
+    [kept] = [e["detail"] for e in trail if e["type"] == "unclear_reply"]
+    assert (kept["text"], kept["by"]["user_id"]) == (text, "U0ALICE")
+    # A clear answer afterwards still decides.
+    await post_event(gateway, reply(thread, "Approved"))
+    assert (await decided(gateway, "unclear"))["status"]["approved"] is True
 
 
 async def test_a_button_posted_before_the_shared_ids_still_decides(

@@ -1,0 +1,226 @@
+"""The words of a free-text reply (`gateway.seam.replies`): normalised tokens, and the phrase
+tables that say which words approve, are polite, refuse, or hold a decision back.
+
+Normalising never makes a word disappear that could change the meaning: only a fixed set of
+harmless punctuation is dropped. Any other symbol (`~` of a strike-through, `¬`, an emoticon
+like `:/`) stays a word of its own, which no table knows, so the reply cannot be a plain yes.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+Phrase = tuple[str, ...]
+YES, POLITE, NO, HOLDS, OTHER = "yes", "polite", "no", "holds", "other"
+
+
+def tokens(text: str) -> list[str]:
+    """Normalised words, emoji, question marks ("?") and unknown symbols."""
+    text = text.translate(_BEFORE_NFKC)
+    text = unicodedata.normalize("NFKC", text).casefold()
+    text = _SLACK_LINK.sub(lambda link: f" {link[1] or link[2]} ", text)  # <url|label>: label
+    text = _IGNORED.sub(" ", text)
+    text = _MODIFIERS.sub("", text)
+    text = _SHORTCODE.sub(lambda code: _SHORTCODES.get(code[0], code[0]), text)
+    text = _EMOTICON.sub(lambda face: " 🙂 " if face[1] in ")d" else " 😕 ", text)
+    text = text.translate(_FOLD)
+    return [word for token in _TOKEN.findall(text) if (word := _word(token))]
+
+
+def _word(token: str) -> str:
+    """The token as a word: "?" for any question mark, "" for harmless punctuation."""
+    if len(token) != 1 or token.isalnum():
+        return token
+    name = unicodedata.name(token, "")
+    if "QUESTION" in name or "INTERROBANG" in name:
+        return "?"
+    return "" if token in _HARMLESS or unicodedata.category(token) == "Zs" else token
+
+
+def cover(words: list[str]) -> list[tuple[str, Phrase]]:
+    """The words as phrases of the tables, longest first; a word no phrase covers is OTHER on
+    its own. A negation before a yes ("don't run it", "not approving") or after one
+    ("definitely not") is a refusal, not a yes."""
+    found: list[tuple[str, Phrase]] = []
+    i = 0
+    while i < len(words):
+        known = _longest_at(words, i)
+        doubt = known if known is not None and known[0] == HOLDS else None  # "not sure"
+        kind, phrase = doubt or _negated_at(words, i) or known or (OTHER, (words[i],))
+        if kind == YES and words[i + len(phrase) :] == ["not"]:  # "definitely not"
+            kind, phrase = NO, (*phrase, "not")
+        found.append((kind, phrase))
+        i += len(phrase)
+    return found
+
+
+def _negated_at(words: list[str], i: int) -> tuple[str, Phrase] | None:
+    """A negation and the yes it negates ("don't approve", "I can't approve this")."""
+    for size in (3, 2, 1):
+        negation = tuple(words[i : i + size])
+        negated = _longest_at(words, i + size) if negation in NEGATORS else None
+        if negated is not None and negated[0] == YES:
+            return NO, negation + negated[1]
+    return None
+
+
+def _longest_at(words: list[str], i: int) -> tuple[str, Phrase] | None:
+    for size in range(min(_LONGEST, len(words) - i), 0, -1):
+        phrase = tuple(words[i : i + size])
+        for kind, table in _TABLES:
+            if phrase in table:
+                return kind, phrase
+    return None
+
+
+def phrases(table: str) -> frozenset[Phrase]:
+    """Phrases separated by "|" (a line break is a space), each a tuple of words."""
+    return frozenset(tuple(tokens(p)) for p in table.split("|") if p.strip())
+
+
+def _words(table: str) -> frozenset[str]:
+    return frozenset(table.split())
+
+
+# --- normalising --------------------------------------------------------------------------
+
+_SHORTCODES = {  # Slack sends emoji as :shortcodes:
+    ":+1:": "👍",
+    ":thumbsup:": "👍",
+    ":-1:": "👎",
+    ":thumbsdown:": "👎",
+    ":white_check_mark:": "✅",
+    ":heavy_check_mark:": "✔",
+    ":ballot_box_with_check:": "☑",
+    ":ok_hand:": "👌",
+    ":ok:": "🆗",
+    ":rocket:": "🚀",
+    ":ship:": "🚢",
+    ":100:": "💯",
+    ":pray:": "🙏",
+    ":slightly_smiling_face:": "🙂",
+    ":smile:": "😄",
+    ":tada:": "🎉",
+    ":x:": "❌",
+    ":no_entry:": "⛔",
+    ":no_entry_sign:": "🚫",
+    ":octagonal_sign:": "🛑",
+    ":raised_hand:": "✋",
+    ":thinking_face:": "🤔",
+    ":question:": "?",
+    ":grey_question:": "?",
+}
+# Skin tones, variation selectors, joiners, invisible spaces and gender signs change no
+# meaning: 👍🏽 is 👍, and "w\u200bait" is "wait".
+_MODIFIERS = re.compile(
+    r"[\U0001F3FB-\U0001F3FF\uFE0E\uFE0F\u200B-\u200D\u2060\uFEFF\u00AD\u2640\u2642]"
+    r"|:skin-tone-\d:"
+)
+_SHORTCODE = re.compile(r":[a-z0-9_+-]+:")
+_EMOTICON = re.compile(r"(?<!\S)[:;]-?([)(/\\|]|[dsp]\b)")
+# Said to no one: a Slack mention of a person or group, a link, an email address (a "no" in
+# no-reply@ doubts nothing). A link's trailing "?" is the reply's, not the link's.
+_SLACK_LINK = re.compile(r"<(?:https?://|mailto:)[^|>\s]*\|([^>]*)>|<!date\^[^|>]*\|([^>]*)>")
+_IGNORED = re.compile(
+    r"<@[uw][a-z0-9]+(?:\|[^>]*)?>|<!(?:here|channel|everyone)(?:\|[^>]*)?>"
+    r"|<!subteam\^[a-z0-9]+(?:\|[^>]*)?>|<(?:https?://|mailto:)[^>\s]*>"
+    r"|(?:https?://|www\.)\S*[^\s?.,!)]|[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
+)
+_BEFORE_NFKC = str.maketrans({"\u037e": "?"})  # the Greek question mark; NFKC makes it ";"
+_FOLD = str.maketrans(
+    {"\u2019": "'", "\u2018": "'", "\u02bc": "'", "`": "'", "\u2212": "-", "¿": "?"}
+)
+_TOKEN = re.compile(r"(?<![\w+-])[+-]1(?!\d)|[^\W_]+(?:'[^\W_]+)*|[^\w\s]")
+_HARMLESS = frozenset(
+    ".,!:;'\"()[]{}-–—‐‑‒―…·•*_/\\|#&%¡+"  # ASCII and typographic punctuation
+    "。、，！：；（）「」『』【】《》〈〉«»‹›„“”‘’"  # CJK and European quotes
+    "،؛۔"  # Arabic comma, semicolon, full stop
+)
+
+
+# --- the tables ---------------------------------------------------------------------------
+
+APPROVING = """
+    approve | approved | approving | i approve | approve it | approved it | approval granted |
+    you have my approval | accept | accepted | confirm | confirmed | i confirm | agree |
+    agreed | i agree | granted | yes | yeah | yea | yep | yup | aye | yes please | yes sir |
+    affirmative | absolutely | definitely | certainly | sure | sure thing | for sure |
+    of course | alright | all right | ok | okay | okey | okie | okayed | ok'd | o k | lgtm |
+    looks good | looks good to me | looks great | looks fine | fine | totally fine |
+    sounds good | sounds good to me | sounds great | all good | good to go | fine by me |
+    fine with me | that's fine | thats fine | works for me | no objection | no objections |
+    no concerns | go | go ahead | go for it | proceed | please proceed | carry on | do it |
+    run it | ship it | shipit | send it | let's go | lets go | let's do it | lets do it |
+    make it so | green light | validated |
+    +1 | 👍 | ✅ | ✔ | ☑ | 👌 | 🆗 | 🚀 | 🚢 | 💯 |
+    ja | jawohl | genehmigt | freigegeben | einverstanden | passt | geht klar | ja klar |
+    klar | leg los | mach ruhig | mach | in ordnung | oui | d'accord | approuvé | validé |
+    c'est validé | je valide | c'est bon | c'est bon pour moi | ok pour moi | vas-y |
+    allez-y | ça marche | sí | adelante | aprobado | de acuerdo | vale | procede | claro |
+    dale | akkoord | goedgekeurd | prima | ga je gang | is goed | doe maar | sì | va bene |
+    approvato | procedi | procedi pure | vai pure | confermo | certo | sim | aprovado |
+    pode seguir | pode prosseguir | pode rodar | beleza | да | одобряю | одобрено |
+    согласовано | согласен | подтверждаю | запускай | хорошо | ок |
+    承認します | 承認しました | 問題ありません | 進めてください | okです | 同意 | 批准 |
+    好的 | 可以 | 执行吧 | 没问题 | 继续 | 請執行 | 请执行 | موافق | تمت الموافقة | نعم |
+    تمام | تفضل | tak | zatwierdzam | godkänt | godkendt | 승인합니다 | 네 | evet |
+    onaylıyorum | так | погоджую | jo | ja hoor | perfecto | ausführen
+"""
+POLITENESS = """
+    thanks | thank you | thank u | thx | thnx | ty | tyvm | please | pls | plz | cheers |
+    appreciated | great | awesome | perfect | nice | cool | excellent | good | totally |
+    thanks for checking | thanks for asking | thank you for checking | from my side |
+    from me | no problem | no worries | not a problem | no prob |
+    danke | bitte | merci | gracias | bedankt | dank je | grazie | obrigado |
+    obrigada | dzięki | tack | спасибо | お願いします | よろしくお願いします | ください |
+    谢谢 | شكرا |
+    🙏 | 🙂 | 😊 | 😀 | 😃 | 😄 | 🎉 | ❤ | 🙌
+"""
+REFUSING = """
+    no | nope | nah | nay | never | no way | hell no | no thanks | no go | not a chance |
+    absolutely not | not approved | not approving | disapprove | disapproved |
+    i wouldn't | i'd rather not | don't | do not | dont | please don't | sorry | sorry no |
+    reject | rejected | i reject | deny | denied | i deny | decline | declined | veto |
+    refuse | refused | stop | cancel | abort | -1 | 👎 | ❌ | ⛔ | 🚫 | 🛑 | ✋ | 🙅 | ✖ | ❎ |
+    nein | nicht | auf keinen fall | abgelehnt | non | pas question | refusé | surtout pas |
+    rechazado | ni hablar | nee | niet | niet doen | afgewezen | assolutamente no | respinto |
+    não | nao | negado | nem pensar | нет | не | отклонено | ни в коем случае |
+    却下します | ダメです | だめです | 承認しません | 不行 | 拒绝 | 不同意 | 别执行 | 不要 | لا |
+    مرفوض | 거절합니다 | hayır | rejecting | nö | hors de question | para nada | nie |
+    odrzucam | nej | όχι | ні
+"""
+# A negation that turns the yes after it into a no: "don't approve", "not approving this".
+NEGATORS = phrases("""
+    not | never | don't | do not | dont | please don't | please do not | i don't | i do not |
+    can't | cannot | i can't | i cannot | won't | i won't | wouldn't | nicht | не | non | pas |
+    niet | não | nunca | jamais
+""")
+# What holds a decision back: doubt ("not sure"), and the words below.
+DOUBTING = "not sure | not so sure | i'm not sure | im not sure | no idea | not really"
+# A condition anywhere ("no, unless...") makes a reply unclear; a deferral or doubt does when
+# it is the point of the reply ("not yet", "Nope. Next week."), not inside a reason ("Deny -
+# budget freeze until January").
+CONDITIONS = _words("""
+    but however though although except unless if only provided assuming once when
+    aber mais pero maar ma mas но 但是 不过 لكن
+""")
+HOLD = CONDITIONS | _words("""
+    wait hold pause later tomorrow tonight soon next after afterwards before until till til yet
+    first postpone defer delay moment now today ⏸ ⏳ ⌛
+    monday tuesday wednesday thursday friday saturday sunday weekend eod
+    maybe perhaps possibly probably might unsure hmm hm idk guess 🤔 🤷
+""")
+TIME = _words("""
+    not the a an this that for in on at by of week weeks month months day days hour hours
+    minute minutes morning afternoon evening night noon end release freeze sprint quarter
+    january february march april may june july august september october november december
+""")
+
+_TABLES: list[tuple[str, frozenset[Phrase]]] = [
+    (YES, phrases(APPROVING)),
+    (POLITE, phrases(POLITENESS)),
+    (NO, phrases(REFUSING)),
+    (HOLDS, phrases(DOUBTING)),
+]
+_LONGEST = max(len(phrase) for _, table in _TABLES for phrase in table)

@@ -41,6 +41,8 @@ _STANDARD = """
     getDayOfWeek getDayOfYear getHours getMinutes getSeconds getMilliseconds
 """
 FUNCTIONS = frozenset(_STANDARD.split())
+# Type names an expression may compare with: `type(kwargs.amount) == int`.
+TYPES = frozenset({"int", "uint", "double", "string", "bytes", "bool", "list", "map", "type"})
 _TOKEN = re.compile(
     r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|\w+|\S'
 )
@@ -145,7 +147,7 @@ def _compile(source: str) -> Any:
     references = program.references()
     bound = set(_BOUND.findall(source))
     for name in references["variables"]:
-        if name not in NAMES and name not in bound:
+        if name not in NAMES and name not in bound and name not in TYPES:
             raise BadExpression(f"unknown name {name!r} at {_where(source, name)}; {_known()}")
     for name in references["functions"]:
         if name[:1].isalpha() and name not in FUNCTIONS:

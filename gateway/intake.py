@@ -99,8 +99,9 @@ def _decided_by_rule(plan: Plan, kind: Kind, at: datetime) -> dict[str, Any]:
     who = {"channel": AnsweredIn.GATEWAY, "user_id": "gateway", "name": plan.rule_label}
     return {
         "status": transition(kind, Status.PENDING, event).value,
+        # The SDK takes a rejection without a comment for an error: name the rule instead.
         "comment": rule.comment
-        or f"{'Approved' if rule.decide == 'approve' else 'Rejected'} by {plan.rule_label}",
+        or (None if event is Event.APPROVE else f"Rejected by {who['name']}"),
         "user_info_json": dumps({**who, "rule": rule.name}),
         "responded_at": at,
     }

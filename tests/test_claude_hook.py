@@ -24,7 +24,7 @@ import pytest
 from gateway.cli.claude_hook import HookInput, call_id_for
 from gateway.wire.models import is_call_id
 from tests.helpers import eventually
-from tests.services.inprocess import RunningGateway, running_gateway, test_settings
+from tests.services.inprocess import RunningGateway, running_gateway, test_settings, write_config
 from tests.services.net import free_port
 
 DATA = Path(__file__).parent / "data" / "claude_code"
@@ -357,3 +357,42 @@ def test_the_hook_starts_without_the_servers_imports() -> None:
     assert started.returncode == 2  # unreadable input: no event to answer
     assert "gateway.cli.claude_hook" in imported
     assert "gateway.app" not in imported and "channels" not in imported
+
+
+RULES = r"""
+[[rules]]
+name = "no-rm-root"
+fn = "Bash"
+when = 'kwargs.command.matches("^rm\\s+-rf\\s+/\\s*$")'
+decide = "reject"
+comment = "never rm -rf /"
+
+[[rules]]
+name = "tests-run-freely"
+fn = "Bash"
+when = 'kwargs.command == "npm test"'
+decide = "approve"
+"""
+
+
+@pytest.fixture
+async def ruled_gateway(tmp_path: Path) -> AsyncIterator[RunningGateway]:
+    config = write_config(tmp_path / "routing.toml", RULES)
+    settings = test_settings(f"sqlite:///{tmp_path / 'ruled.db'}", config=config)
+    async with running_gateway(settings) as running:
+        yield running
+
+
+@pytest.mark.parametrize("event", EVENTS)
+async def test_the_hook_obeys_the_rules_at_once(
+    ruled_gateway: RunningGateway, hook: Hook, event: str
+) -> None:
+    """A rule decides before any person is asked: the hook has its answer in one run."""
+    rm_root = hook_input(event) | {"tool_input": {"command": "rm -rf /"}}
+    rm_root.pop("tool_use_id", None)
+    denied = await hook(rm_root, "--timeout", "30", **client(ruled_gateway))
+    assert denied.decision == deny(event, "never rm -rf /")
+
+    npm_test = hook_input(event) | {"tool_input": {"command": "npm test"}}
+    allowed = await hook(npm_test, "--timeout", "30", **client(ruled_gateway))
+    assert allowed.decision == allow(event, "Approved by rule tests-run-freely (gateway)")

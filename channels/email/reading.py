@@ -142,8 +142,8 @@ def _body(message: EmailMessage, subtype: str) -> str:
 def _bounded(body: str) -> str:
     """At most MAX_BODY_CHARS, in lines of at most MAX_LINE_CHARS (broken at a space).
 
-    mail-parser-reply's "On ... wrote:" patterns backtrack quadratically in a line's length
-    (a 3,000-character "On On On ..." line takes 0.5 s), so hostile input is bounded first.
+    A reply is read line by line, and an attribution may wrap over three lines: bounded
+    lines keep each step small however hostile the body.
     """
     lines: list[str] = []
     for line in body[:MAX_BODY_CHARS].splitlines():

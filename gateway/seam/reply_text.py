@@ -63,6 +63,7 @@ _HEADER = re.compile(
     re.IGNORECASE,
 )
 _FROM = {"from", "von", "de", "van", "da", "от"}
+SIGNATURE_LINES = 12  # a signature block is looked for among the last lines only
 _WHEN = {"sent", "date", "gesendet", "datum", "envoyé", "enviado", "verzonden", "inviato"}
 
 
@@ -193,7 +194,7 @@ def without_sign_off(lines: list[str], signer: str | None) -> list[str]:
 
 def _signed_from(lines: list[str], signer: str | None) -> int:
     """Where the sign-off starts among non-blank `lines` (their count when there is none)."""
-    for j in range(1, len(lines)):
+    for j in range(max(1, len(lines) - SIGNATURE_LINES), len(lines)):
         below = lines[j + 1 :]
         if signer and _names_signer(lines[j], signer) and all(map(signature_line, below)):
             return _signed_from(lines[:j], None)

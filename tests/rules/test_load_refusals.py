@@ -220,3 +220,26 @@ target = "web"
     )
     assert not reads.matches(question)
     assert wires.decide is None and wires.kind is None
+
+
+def test_the_readmes_fail_closed_idiom_matches_what_is_not_a_number() -> None:
+    """README: an agent sending "20000" as a string must not dodge the big-wires rule."""
+    when = (
+        'fn == "wire_money" && (!has(kwargs.amount) '
+        "|| !(type(kwargs.amount) in [int, double]) || kwargs.amount > 10000)"
+    )
+    config = RoutingConfig.model_validate({"rules": [when_rule(when)]})
+
+    def routed(amount: object) -> bool:
+        kwargs = {} if amount is None else {"amount": amount}
+        facts = Facts(kind="function_call", fn="wire_money", run_id="r", kwargs=kwargs)
+        return config.first_match(facts) is not None
+
+    assert [routed(a) for a in (12000, "20000", None, [1], 500, 9999.5)] == [
+        True,
+        True,
+        True,
+        True,
+        False,
+        False,
+    ]

@@ -135,6 +135,8 @@ class Rule(Timing):
     decide: Literal["approve", "reject"] | None = None  # decided at create; nobody is asked
     comment: str | None = None  # the decision's comment
     target: str | None = None
+    # Distinct people of `target` who must approve (instead of its team's own setting).
+    approvals_required: Annotated[int, Field(ge=1, le=100)] | None = None
     policy: PolicyConfig | None = None  # instead of `target`
     _condition: Condition | None = PrivateAttr(default=None)
 
@@ -146,6 +148,11 @@ class Rule(Timing):
             raise ValueError(f"rule {self.name!r}: a question cannot be approved or rejected")
         if self.decide is not None:
             self.kind = Kind.FUNCTION_CALL  # it decides function calls only
+        if self.approvals_required is not None and self.target is None:
+            raise ValueError(
+                f"rule {self.name!r}: approvals_required goes with `target` "
+                "(in a policy, set it on the policy)"
+            )
         if self.comment is not None and self.decide is None:
             raise ValueError(f"rule {self.name!r}: `comment` goes with `decide`")
         if self.when is not None:

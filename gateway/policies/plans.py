@@ -93,15 +93,15 @@ class _Builder:
         self.targets += targets
         return [Leaf(start + offset) for offset in range(len(targets))]
 
-    def ref(self, ref: str, via: str, delay: float = 0.0) -> Node:
-        """`team:NAME` (with the team's approvals_required), `person:NAME` or `web`."""
+    def ref(self, ref: str, via: str, delay: float = 0.0, required: int | None = None) -> Node:
+        """`team:NAME` (with the team's approvals_required unless `required` says otherwise),
+        `person:NAME` or `web`."""
         nodes = self.leaves(self.config.expand(ref, via=via))
         kind, _, name = ref.partition(":")
-        required = 1
         if kind == "team":
             self.teams.append(name)
-            required = self.config.teams[name].approvals_required or 1
-        return _group(Mode.ANY_OF, nodes, delay, required)
+            required = required or self.config.teams[name].approvals_required
+        return _group(Mode.ANY_OF, nodes, delay, required or 1)
 
     def policy(self, policy: PolicyConfig, via: str, delay: float = 0.0) -> Node:
         mode = Mode.ALL_OF if policy.all_of is not None else Mode.ANY_OF
@@ -119,7 +119,7 @@ class _Builder:
         if rule.policy is not None:
             return self.policy(rule.policy, via)
         assert rule.target is not None  # the config's validation: a target or a policy
-        return self.ref(rule.target, via)
+        return self.ref(rule.target, via, required=rule.approvals_required)
 
     def channel(self, channel: ContactChannel, delay: float = 0.0) -> Node | None:
         """A request's `spec.channel`: its own channels, then its composite branches."""

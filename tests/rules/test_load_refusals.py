@@ -10,6 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from gateway.conditions import Facts
+from gateway.policies.plans import plan
 from gateway.routing import RoutingConfig, load_config
 from tests.services.inprocess import write_config
 
@@ -243,3 +244,23 @@ def test_the_readmes_fail_closed_idiom_matches_what_is_not_a_number() -> None:
         False,
         False,
     ]
+
+
+def test_a_rule_can_ask_for_more_approvals_than_its_team_and_only_with_a_target() -> None:
+    people = {"ann": {"email": "ann@example.org"}, "bob": {"email": "bob@example.org"}}
+    teams = {"finance": {"members": ["ann", "bob"], "email": "finance@example.org"}}
+    rule = when_rule("kwargs.amount > 10000") | {"target": "team:finance"}
+    config = RoutingConfig.model_validate(
+        {"people": people, "teams": teams, "rules": [rule | {"approvals_required": 2}]}
+    )
+    facts = Facts(kind="function_call", fn="wire", run_id="r", kwargs={"amount": 20000})
+    made = plan(
+        config, channel=None, facts=facts, key_target=None, project=None, project_target=None
+    )
+    assert made.policy is not None and made.policy.approvals_required == 2
+
+    policy = {"any_of": ["team:finance"]}
+    message = refusal(
+        when_rule("true") | {"target": None, "policy": policy, "approvals_required": 2}
+    )
+    assert "approvals_required goes with `target`" in message

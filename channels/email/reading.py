@@ -18,15 +18,16 @@ from email.header import decode_header, make_header
 from email.headerregistry import Address
 from email.message import EmailMessage, Message
 from email.utils import parseaddr
-from html.parser import HTMLParser
 from typing import Any, Literal
 
+from channels.email.html import html_to_text
 from gateway.lifecycle import Kind
 from gateway.seam import Reading, first_line, new_text, read_reply
 from gateway.seam import Verdict as ReplyVerdict
 
 MAX_BODY_CHARS = 20_000
 MAX_LINE_CHARS = 1_000
+TRUNCATED = "[the rest of this reply is too long to read]"
 REJECT_WORDS = ("rejected", "reject", "denied", "deny", "no")
 AUTOMATIC_LOCAL_PARTS = frozenset({"mailer-daemon", "postmaster"})
 BULK_PRECEDENCE = frozenset({"bulk", "junk", "list", "auto_reply"})
@@ -41,66 +42,6 @@ _LOOKS_LIKE_ADDRESS = re.compile(r"[^\s<>()\[\],;:\"']+@[^\s<>()\[\],;:\"']+")
 
 
 # --- the new text of a reply ------------------------------------------------------------
-
-_SKIP_CLASSES = frozenset(
-    {"gmail_quote", "gmail_signature", "moz-cite-prefix", "moz-signature", "yahoo_quoted"}
-)
-# Outlook puts the quoted mail after these markers, not inside them.
-_CUT_IDS = frozenset({"appendonsend", "divrplyfwdmsg", "olk_src_body_section"})
-_SKIP_TAGS = frozenset({"blockquote", "script", "style", "head", "title"})
-_BLOCKS = frozenset({"p", "div", "tr", "li", "ul", "ol", "table", "h1", "h2", "h3", "pre"})
-
-
-class _HtmlText(HTMLParser):
-    """Visible text of an HTML reply, without quote containers or what follows a cut marker."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.parts: list[str] = []
-        self.cut = False
-        self.skip_tag: str | None = None
-        self.skip_depth = 0
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        attr = {name: value or "" for name, value in attrs}
-        if self.cut or attr.get("id", "").lower() in _CUT_IDS:
-            self.cut = True
-        elif self.skip_tag is not None:
-            self.skip_depth += 1 if tag == self.skip_tag else 0
-        elif tag in ("br", "hr"):
-            self.parts.append("\n")
-        elif tag in _SKIP_TAGS or _SKIP_CLASSES & set(attr.get("class", "").split()):
-            self.skip_tag, self.skip_depth = tag, 1
-        elif tag in _BLOCKS:
-            self._end_line()
-
-    def handle_endtag(self, tag: str) -> None:
-        if self.skip_tag == tag:
-            self.skip_depth -= 1
-            self.skip_tag = None if self.skip_depth == 0 else tag
-        elif self.skip_tag is None and tag in _BLOCKS:
-            self._end_line()
-
-    def handle_data(self, data: str) -> None:
-        text = re.sub(r"\s+", " ", data)  # HTML collapses whitespace
-        if not self.cut and self.skip_tag is None and (text.strip() or not self._at_line_start()):
-            self.parts.append(text)
-
-    def _at_line_start(self) -> bool:
-        return not self.parts or self.parts[-1].endswith("\n")
-
-    def _end_line(self) -> None:
-        """Blocks break lines but, unlike <br>, adjacent block edges make one break."""
-        if not self._at_line_start():
-            self.parts.append("\n")
-
-
-def html_to_text(html: str) -> str:
-    parser = _HtmlText()
-    parser.feed(html)
-    parser.close()
-    lines = (line.strip() for line in "".join(parser.parts).splitlines())
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
 
 
 def _decode(part: Message) -> str:
@@ -159,14 +100,16 @@ def reply_text(message: EmailMessage) -> str:
     """The new text of a reply: quotes, attribution lines, signatures and sign-offs removed.
 
     The text/plain part is preferred; an HTML-only (or empty plain) reply is converted.
-    A reply that is only a quote gives "". Only the first MAX_BODY_CHARS are read.
+    A reply that is only a quote gives "". Only the first MAX_BODY_CHARS are read: a longer
+    one ends with TRUNCATED, so that what was not read can never make a plain yes.
     """
     body = _body(message, "plain")
     if not body.strip():
         body = _body(message, "html")
     # The shared reader's cut, not a mail parser's: those also cut a quote with no
     # attribution above it, or the words under a quote, and a yes above them then approved.
-    return new_text(_bounded(body), signer=display_name(message))[:MAX_BODY_CHARS]
+    text = new_text(_bounded(body), signer=display_name(message))[:MAX_BODY_CHARS]
+    return f"{text}\n{TRUNCATED}" if len(body.strip()) > MAX_BODY_CHARS else text
 
 
 def display_name(message: EmailMessage) -> str | None:

@@ -27,6 +27,7 @@ from gateway.seam.reply_words import (
     NO,
     OTHER,
     POLITE,
+    REJECTING,
     TIME,
     YES,
     Phrase,
@@ -120,6 +121,9 @@ def _judge(phrases: list[tuple[str, Phrase]], said: str, lines: list[str]) -> Re
 def _refusal(phrases: list[tuple[str, Phrase]], said: str, lines: list[str]) -> Reading:
     """A no: a rejection, unless a condition holds it back, or a deferral is its point (in
     its own clause, or a clause of nothing but when: "No. Next week.")."""
+    refusal = next(phrase for kind, phrase in phrases if kind == NO)
+    if refusal in REJECTING:  # "reject: not today" is a rejection with its reason
+        return Reading(Verdict.REJECT, said, "a plain no")
     words = [word for kind, phrase in phrases if kind == OTHER for word in phrase]
     clauses = [set(tokens(c)) for line in lines for c in _CLAUSE.split(line) if tokens(c)]
     deferring = [c for c in clauses[1:] if c <= HOLD | TIME and c & HOLD]

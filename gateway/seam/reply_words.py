@@ -20,10 +20,11 @@ def tokens(text: str) -> list[str]:
     text = text.translate(_BEFORE_NFKC)
     text = unicodedata.normalize("NFKC", text).casefold()
     text = _SLACK_LINK.sub(lambda link: f" {link[1] or link[2]} ", text)  # <url|label>: label
-    text = _IGNORED.sub(" ", text)
+    text = _REFERENCE.sub(" @ ", text)  # someone addressed, a link, an address: not a yes
     text = _MODIFIERS.sub("", text)
     text = _SHORTCODE.sub(lambda code: _SHORTCODES.get(code[0], code[0]), text)
-    text = _EMOTICON.sub(lambda face: " 🙂 " if face[1] in ")d" else " 😕 ", text)
+    text = _EMOTICON.sub(lambda face: _FACES.get(face[1], " 😕 "), text)
+    text = _STRUCK.sub(r" ~ \1 ~ ", _NOT.sub(" ¬ ", text))  # -struck-, !negated
     text = text.translate(_FOLD)
     return [word for token in _TOKEN.findall(text) if (word := _word(token))]
 
@@ -50,6 +51,10 @@ def cover(words: list[str]) -> list[tuple[str, Phrase]]:
         kind, phrase = doubt or _negated_at(words, i) or known or (OTHER, (words[i],))
         if kind == YES and words[i + len(phrase) :] == ["not"]:  # "definitely not"
             kind, phrase = NO, (*phrase, "not")
+        if kind == YES and found[-1:] == [(YES, phrase)] and phrase[0].isalpha():
+            found[-1] = (HOLDS, phrase * 2)  # "yeah, yeah", "ja ja": dismissive
+            i += len(phrase)
+            continue
         found.append((kind, phrase))
         i += len(phrase)
     return found
@@ -114,18 +119,22 @@ _SHORTCODES = {  # Slack sends emoji as :shortcodes:
 # Skin tones, variation selectors, joiners, invisible spaces and gender signs change no
 # meaning: 👍🏽 is 👍, and "w\u200bait" is "wait".
 _MODIFIERS = re.compile(
-    r"[\U0001F3FB-\U0001F3FF\uFE0E\uFE0F\u200B-\u200D\u2060\uFEFF\u00AD\u2640\u2642]"
+    r"[\U0001F3FB-\U0001F3FF\uFE0E\uFE0F\u200B-\u200F\u2060-\u2064\uFEFF\u00AD\u2640\u2642]"
     r"|:skin-tone-\d:"
 )
 _SHORTCODE = re.compile(r":[a-z0-9_+-]+:")
-_EMOTICON = re.compile(r"(?<!\S)[:;]-?([)(/\\|]|[dsp]\b)")
-# Said to no one: a Slack mention of a person or group, a link, an email address (a "no" in
-# no-reply@ doubts nothing). A link's trailing "?" is the reply's, not the link's.
+_EMOTICON = re.compile(r"(?<!\S)([:;]-?(?:[)(/\\|]|[dsp]\b))")
+_FACES = {":)": " 🙂 ", ":-)": " 🙂 ", ":d": " 🙂 ", ":-d": " 🙂 "}  # a wink is not polite
+# "!approved" (a logical not) and "-approved-" (Jira's strike-through) say the opposite.
+_NOT = re.compile(r"(?<![\w!])!(?=[\w(])")
+_STRUCK = re.compile(r"(?<!\S)-(?=[^\s-])([^\n]*?[^\s-])-(?!\S)")
+# Someone addressed (a Slack mention, an @name), a link, an address: a reply that holds one
+# is not a plain yes. A link's trailing "?" is the reply's, not the link's.
 _SLACK_LINK = re.compile(r"<(?:https?://|mailto:)[^|>\s]*\|([^>]*)>|<!date\^[^|>]*\|([^>]*)>")
-_IGNORED = re.compile(
+_REFERENCE = re.compile(
     r"<@[uw][a-z0-9]+(?:\|[^>]*)?>|<!(?:here|channel|everyone)(?:\|[^>]*)?>"
     r"|<!subteam\^[a-z0-9]+(?:\|[^>]*)?>|<(?:https?://|mailto:)[^>\s]*>"
-    r"|(?:https?://|www\.)\S*[^\s?.,!)]|[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
+    r"|(?:https?://|www\.)\S*[^\s?.,!)]|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|@(?=\w)"
 )
 _BEFORE_NFKC = str.maketrans({"\u037e": "?"})  # the Greek question mark; NFKC makes it ";"
 _FOLD = str.maketrans(
@@ -133,7 +142,7 @@ _FOLD = str.maketrans(
 )
 _TOKEN = re.compile(r"(?<![\w+-])[+-]1(?!\d)|[^\W_]+(?:'[^\W_]+)*|[^\w\s]")
 _HARMLESS = frozenset(
-    ".,!:;'\"()[]{}-–—‐‑‒―…·•*_/\\|#&%¡+"  # ASCII and typographic punctuation
+    ".,!:'\"()-–—‐‑‒―…·•*_/#&%¡+"  # ASCII and typographic punctuation
     "。、，！：；（）「」『』【】《》〈〉«»‹›„“”‘’"  # CJK and European quotes
     "،؛۔"  # Arabic comma, semicolon, full stop
 )
@@ -165,7 +174,8 @@ APPROVING = """
     承認します | 承認しました | 問題ありません | 進めてください | okです | 同意 | 批准 |
     好的 | 可以 | 执行吧 | 没问题 | 继续 | 請執行 | 请执行 | موافق | تمت الموافقة | نعم |
     تمام | تفضل | tak | zatwierdzam | godkänt | godkendt | 승인합니다 | 네 | evet |
-    onaylıyorum | так | погоджую | jo | ja hoor | perfecto | ausführen
+    onaylıyorum | погоджую | jo | ja hoor | perfecto | ausführen | ✓ | ✔️ | ok to proceed |
+    go ahead and run it | na klar | pas de souci | sí cómo no | cómo no
 """
 POLITENESS = """
     thanks | thank you | thank u | thx | thnx | ty | tyvm | please | pls | plz | cheers |
@@ -173,7 +183,8 @@ POLITENESS = """
     thanks for checking | thanks for asking | thank you for checking | from my side |
     from me | no problem | no worries | not a problem | no prob |
     danke | bitte | merci | gracias | bedankt | dank je | grazie | obrigado |
-    obrigada | dzięki | tack | спасибо | お願いします | よろしくお願いします | ください |
+    obrigada | dzięki | tack | sorry for the slow reply | thanks for the heads-up |
+    thanks for the heads up | спасибо | お願いします | よろしくお願いします | ください |
     谢谢 | شكرا |
     🙏 | 🙂 | 😊 | 😀 | 😃 | 😄 | 🎉 | ❤ | 🙌
 """
@@ -188,16 +199,23 @@ REFUSING = """
     não | nao | negado | nem pensar | нет | не | отклонено | ни в коем случае |
     却下します | ダメです | だめです | 承認しません | 不行 | 拒绝 | 不同意 | 别执行 | 不要 | لا |
     مرفوض | 거절합니다 | hayır | rejecting | nö | hors de question | para nada | nie |
-    odrzucam | nej | όχι | ні
+    odrzucam | nej | όχι | ні | hard no | hayir | いいえ | ei | ne | claro que no |
+    certo che no | да нет
 """
 # A negation that turns the yes after it into a no: "don't approve", "not approving this".
 NEGATORS = phrases("""
     not | never | don't | do not | dont | please don't | please do not | i don't | i do not |
+    shouldn't | i shouldn't | mustn't | needn't | ain't | hardly | no longer | i wouldn't |
     can't | cannot | i can't | i cannot | won't | i won't | wouldn't | nicht | не | non | pas |
     niet | não | nunca | jamais
 """)
 # What holds a decision back: doubt ("not sure"), and the words below.
-DOUBTING = "not sure | not so sure | i'm not sure | im not sure | no idea | not really"
+DOUBTING = """
+    not sure | not so sure | i'm not sure | im not sure | no idea | not really |
+    please approve | pls approve | please confirm | pls confirm | confirm please |
+    approve please | please accept | accept please | please review | can you approve |
+    could you approve | can someone approve | can you confirm | could you confirm
+"""  # and requests to someone else to decide
 # A condition anywhere ("no, unless...") makes a reply unclear; a deferral or doubt does when
 # it is the point of the reply ("not yet", "Nope. Next week."), not inside a reason ("Deny -
 # budget freeze until January").
@@ -210,6 +228,14 @@ HOLD = CONDITIONS | _words("""
     first postpone defer delay moment now today ⏸ ⏳ ⌛
     monday tuesday wednesday thursday friday saturday sunday weekend eod
     maybe perhaps possibly probably might unsure hmm hm idk guess 🤔 🤷
+    jk kidding nvm ignore revoked cancelled canceled scratch
+    aspetta warte attends espera wacht
+""")
+# A refusal by the word the gateway asks for is one, whatever reason follows it ("reject:
+# not today"); other refusals may be deferrals ("No, not yet").
+REJECTING = phrases("""
+    reject | rejected | i reject | rejecting | deny | denied | i deny | decline | declined |
+    veto | refuse | refused
 """)
 TIME = _words("""
     not the a an this that for in on at by of week weeks month months day days hour hours

@@ -11,12 +11,13 @@ from typing import Any
 
 import pytest
 
+from channels.email.html import html_to_text
 from channels.email.reading import (
     MAX_BODY_CHARS,
     MAX_LINE_CHARS,
+    TRUNCATED,
     Intent,
     dmarc_passed,
-    html_to_text,
     is_automatic,
     read_intent,
     reply_text,
@@ -159,7 +160,7 @@ def test_quoted_lines_without_a_real_attribution_are_kept() -> None:
     "tail",
     [
         "Sent from Mail for Windows",
-        "---------- Forwarded message ---------\nFrom: Approvals\nDate: Sun\nTo: Alice\n\nAPPROVE",
+        "---------- Forwarded message ---------\nFrom: Approvals\nDate: Sun, 22 Nov 2026\n\nOK",
     ],
 )
 def test_what_mail_parser_reply_leaves_is_cut_too(tail: str) -> None:
@@ -181,7 +182,7 @@ def test_empty_plain_part_falls_back_to_html() -> None:
     assert reply_text(message) == "Deny & revert"
 
 
-def test_html_skips_scripts_quotes_and_what_follows_outlook_markers() -> None:
+def test_html_is_the_text_a_person_sees_with_quotes_as_quotes() -> None:
     html = (
         "<html><head><title>t</title><style>p{}</style></head><body>"
         "<p>first&nbsp;line</p><div>second<br>third</div>"
@@ -189,7 +190,28 @@ def test_html_skips_scripts_quotes_and_what_follows_outlook_markers() -> None:
         "<script>alert(1)</script><p>after</p>"
         '<div id="divRplyFwdMsg"><b>From:</b> x</div><p>old mail</p></body></html>'
     )
-    assert html_to_text(html) == "first line\nsecond\nthird\nafter"
+    assert html_to_text(html) == (
+        "first line\nsecond\nthird\n> > inner\n> still quoted\nafter\nFrom: x\nold mail"
+    )
+
+
+@pytest.mark.parametrize(
+    ("html", "marked"),
+    [
+        ("<p><s>Approved</s></p>", "~ Approved ~"),
+        ('<p style="text-decoration:line-through">Approved</p>', "~ Approved ~"),
+        ('<div style="display:none">Approved</div>', "[hidden] Approved"),
+        ('<span style="color:#ffffff">Approved</span>', "[hidden] Approved"),
+        ("<!--[if mso]><p>Not on prod</p><![endif]--><p>Approved</p>", "[if mso]"),
+        ('<style>p::after{content:" not"}</style><p>Approved</p>', "[styled]"),
+        ('<div>OK <img alt="🤔" src="x.png"></div>', "OK 🤔"),
+        ('<li><input type="checkbox"> Approve</li>', "[ ] Approve"),
+    ],
+)
+def test_html_that_looks_unlike_what_it_says_is_marked(html: str, marked: str) -> None:
+    text = html_to_text(html)
+    assert marked in " ".join(text.split())
+    assert fc(text).verdict != "approve"
 
 
 def test_hostile_bodies_are_bounded_before_parsing() -> None:
@@ -197,7 +219,8 @@ def test_hostile_bodies_are_bounded_before_parsing() -> None:
     message.set_content("approve\n" + "word " * 10_000 + "\n" + "x" * 30_000)
     text = reply_text(message)
     assert text.startswith("approve\nword word")
-    assert len(text) <= MAX_BODY_CHARS
+    assert text.endswith(f"\n{TRUNCATED}") and len(text) <= MAX_BODY_CHARS + len(TRUNCATED) + 1
+    assert fc(text).verdict != "approve"  # what was not read cannot make a plain yes
     assert max(len(line) for line in text.splitlines()) <= MAX_LINE_CHARS
 
 
@@ -270,13 +293,13 @@ def test_reject_words_take_the_rest_as_reason(text: str, comment: str | None) ->
 
 def test_a_no_that_is_no_keyword_rejects_with_the_whole_text() -> None:
     assert fc("nope") == Intent("reject", "nope")
+    assert fc("Reject not now") == Intent("reject", "Reject not now")  # REJECT is a rejection
 
 
 @pytest.mark.parametrize(
     "text",
     [
         "No doubt, go ahead",  # a no and a yes
-        "Reject not now",
         "Nothing to add",
         "no-op for now",
         "Yes, but wait until Friday",  # an approve word held back by a condition is no yes

@@ -35,14 +35,14 @@ QUOTED_REQUEST = "> Agent agent-7 wants to call drop_table\n> Reply APPROVE, or 
         + QUOTED_REQUEST,
         "On Sun, Nov 22, 2026 at 10:00 AM Approvals <\napprovals@example.test> wrote:\n"
         + QUOTED_REQUEST,
-        "Approvals <approvals@example.test> wrote:\n" + QUOTED_REQUEST,
-        "-----Original Message-----\nFrom: Approvals\nSent: Sunday\nTo: Alice\nSubject: x\nNo",
-        "From: Approvals <approvals@example.test>\nSent: Sunday\nTo: Alice\nSubject: x\n\nNo",
-        "________________________________\nFrom: Approvals\nSent: Sunday\nTo: Alice\n\nNo",
-        "*From:* Approvals\n*Date:* Sunday\n*Subject:* x\n\nNo",
-        "Von: Approvals\nGesendet: Sonntag\nAn: Alice\nBetreff: x\n\nNein",
-        "---------- Forwarded message ---------\nFrom: Approvals\nDate: Sun\n\nNo",
-        "Begin forwarded message:\n\nFrom: Approvals\nSubject: x\nDate: Sun\n\nNo",
+        "22.11.2026 10:00, Approvals пишет:\n" + QUOTED_REQUEST,
+        "-----Original Message-----\nFrom: Approvals\nSent: Sunday, 22 Nov 2026\nTo: Alice\nNo",
+        "From: Approvals <a@x.test>\nSent: Sunday, 22 Nov 2026\nTo: Alice\nSubject: x\n\nNo",
+        "________________________________\nFrom: Approvals\nSent: 11/22/2026\nTo: Alice\n\nNo",
+        "*From:* Approvals\n*Date:* Sunday, 22 Nov 2026\n*Subject:* x\n\nNo",
+        "Von: Approvals\nGesendet: Sonntag, 22. November 2026\nAn: Alice\nBetreff: x\n\nNein",
+        "---------- Forwarded message ---------\nFrom: Approvals\nDate: Sun, 22 Nov 2026\n\nNo",
+        "Begin forwarded message:\n\nFrom: Approvals\nSubject: x\nDate: 22 Nov 2026\n\nNo",
     ],
 )
 def test_new_text_ends_where_the_quote_or_signature_starts(after: str) -> None:
@@ -98,9 +98,13 @@ def test_tokens_are_normalised() -> None:
     assert tokens("LGTM 👍🏽!") == ["lgtm", "👍"]  # case, skin tone, punctuation
     assert tokens("Don\u2019t :+1::skin-tone-3: ✔\ufe0f") == ["don't", "👍", "✔"]
     assert tokens("+1, not -1 or +15551234") == ["+1", "not", "-1", "or", "15551234"]
-    assert tokens("ok? see https://x.example/?a=1 or bob@x.example") == ["ok", "?", "see", "or"]
-    assert tokens("~~approved~~ ¬ :/") == ["~", "~", "approved", "~", "~", "¬", "😕"]
-    assert tokens("w\u200bait <@U123> <https://x.example|blocked>") == ["wait", "blocked"]
+    # A link, an address or someone addressed is a word of its own: no plain yes holds one.
+    assert tokens("ok? see https://x.example/?a=1 or bob@x.example") == [
+        *("ok", "?", "see", "@", "or", "@")
+    ]
+    assert tokens("~~approved~~ ¬ :/ ;)") == ["~", "~", "approved", "~", "~", "¬", "😕", "😕"]
+    assert tokens("!approved -approved- [ ]") == ["¬", "approved", "~", "approved", "~", "[", "]"]
+    assert tokens("w\u200bait <@U123> <https://x.example|blocked>") == ["wait", "@", "blocked"]
     assert tokens("ok\u037e ok\U0001e95f") == ["ok", "?", "ok", "?"]  # Greek, Adlam
 
 

@@ -86,3 +86,39 @@ def test_every_reading_says_what_to_do_next() -> None:
             assert "reply APPROVE, or REJECT followed by your reason" in reading.sentence
         else:
             assert reading.sentence.startswith("We read your reply as a")
+
+
+HTML = tomllib.loads(
+    (Path(__file__).parent.parent / "data" / "replies" / "html_corpus.toml").read_text("utf-8")
+)
+HTML_EVERY = [
+    (text, Verdict(label)) for label in ("approve", "reject", "unclear") for text in HTML[label]
+]
+
+
+def html_reading(html: str) -> Verdict:
+    message = EmailMessage()
+    message["From"] = f"{SENDER} <alice@example.org>"
+    message.set_content(html, subtype="html")
+    intent = read_intent(reply_text(message), kind=Kind.FUNCTION_CALL, options=[], signer=SENDER)
+    return Verdict.UNCLEAR if intent.verdict == "unreadable" else Verdict(intent.verdict)
+
+
+@pytest.mark.parametrize(("html", "expected"), HTML_EVERY, ids=lambda v: label(str(v)))
+def test_an_html_only_reply_approves_only_with_a_plain_visible_yes(
+    html: str, expected: Verdict
+) -> None:
+    read = html_reading(html)
+    if expected is not Verdict.APPROVE:
+        assert read is not Verdict.APPROVE, f"false approval of an HTML reply: {html!r}"
+
+
+def test_html_readings_are_counted() -> None:
+    mistakes = Counter(
+        (expected, read)
+        for html, expected in HTML_EVERY
+        if (read := html_reading(html)) is not expected
+    )
+    print(f"\nhtml: {len(HTML_EVERY)} replies; mistakes by (labelled, read): {dict(mistakes)}")
+    approvals = [html for html, expected in HTML_EVERY if expected is Verdict.APPROVE]
+    assert sum(html_reading(html) is Verdict.APPROVE for html in approvals) >= len(approvals) // 2

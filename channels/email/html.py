@@ -1,0 +1,111 @@
+"""The text of an HTML-only reply, as a person sees it, for the shared reply reader.
+
+Nothing is cut here: quotes become `>` lines and a quoted header block stays text, so the
+reader decides what is quoted (`gateway.seam.reply_text`) for HTML as for plain text. What
+looks different from what it says is marked, so it can never read as a plain yes:
+struck-through text (`~ … ~`), hidden or invisible text (`[hidden]`), text only some clients
+show (`[if mso]`), and style rules that add text (`[styled]`). An emoji image is its alt text;
+a checkbox is `[ ]` or `[x]`.
+"""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+
+_SKIP_TAGS = frozenset({"script", "style", "head", "title"})
+_BLOCKS = frozenset(
+    {"p", "div", "tr", "li", "ul", "ol", "table", "h1", "h2", "h3", "pre", "blockquote"}
+)
+_STRUCK_TAGS = frozenset({"s", "del", "strike"})
+_HIDDEN = re.compile(
+    r"display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0(?![.\d])|opacity\s*:\s*0(?![.\d])"
+    r"|(?<![-\w])color\s*:\s*(?:#fff(?:fff)?\b|white\b|rgb\(\s*255\s*,\s*255\s*,\s*255\s*\))",
+    re.IGNORECASE,
+)
+_LINE_THROUGH = re.compile(r"line-through", re.IGNORECASE)
+
+
+class _Text(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.open: list[tuple[str, str]] = []  # (tag, what it closes with: "~" or "")
+        self.quotes = 0
+        self.skipping: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attr = {name: value or "" for name, value in attrs}
+        if self.skipping is not None:
+            return
+        if tag in _SKIP_TAGS:
+            self.skipping = tag
+            return
+        if tag in ("br", "hr"):
+            self.parts.append("\n")
+        elif tag == "img" and attr.get("alt", "").strip():
+            self._text(f" {attr['alt'].strip()} ")
+        elif tag == "input" and attr.get("type", "").lower() == "checkbox":
+            self._text(" [x] " if "checked" in attr else " [ ] ")
+        if tag in _BLOCKS:
+            self._end_line()
+        self.quotes += tag == "blockquote"
+        self._open(tag, attr)
+
+    def _open(self, tag: str, attr: dict[str, str]) -> None:
+        if tag in ("br", "hr", "img", "input", "meta", "link"):
+            return  # void elements have no end tag
+        style = attr.get("style", "")
+        closing = ""
+        if _HIDDEN.search(style):
+            self._text(" [hidden] ")
+        if tag in _STRUCK_TAGS or _LINE_THROUGH.search(style):
+            self._text(" ~ ")
+            closing = " ~ "
+        self.open.append((tag, closing))
+
+    def handle_endtag(self, tag: str) -> None:
+        if self.skipping is not None:
+            self.skipping = None if tag == self.skipping else self.skipping
+            return
+        while self.open:
+            opened, closing = self.open.pop()
+            self._text(closing)
+            if opened == tag:
+                break
+        if tag in _BLOCKS:
+            self._end_line()
+        self.quotes -= tag == "blockquote" and self.quotes > 0
+
+    def handle_data(self, data: str) -> None:
+        if self.skipping == "style" and "content" in data.lower():
+            self.parts.append(" [styled] ")  # ::before / ::after add text a reader cannot see
+        if self.skipping is None:
+            self._text(re.sub(r"\s+", " ", data))  # HTML collapses whitespace
+
+    def handle_comment(self, data: str) -> None:
+        if data.lstrip().lower().startswith("[if"):  # Outlook shows what others do not
+            self._text(" [if mso] " + re.sub(r"<[^>]*>", " ", data.split("]>", 1)[-1]))
+
+    def _text(self, text: str) -> None:
+        if not text.strip() and self._at_line_start():
+            return
+        if self.quotes and self._at_line_start():
+            self.parts.append("> " * self.quotes)
+        self.parts.append(text)
+
+    def _at_line_start(self) -> bool:
+        return not self.parts or self.parts[-1].endswith("\n")
+
+    def _end_line(self) -> None:
+        """Blocks break lines but, unlike <br>, adjacent block edges make one break."""
+        if not self._at_line_start():
+            self.parts.append("\n")
+
+
+def html_to_text(html: str) -> str:
+    parser = _Text()
+    parser.feed(html)
+    parser.close()
+    lines = (line.strip() for line in "".join(parser.parts).splitlines())
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()

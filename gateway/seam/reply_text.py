@@ -89,7 +89,7 @@ def own_lines(text: str) -> tuple[list[str], bool]:
         elif line == _DELIMITER:
             end = _block_end(lines, i + 1)
             block = [later.strip() for later in lines[i + 1 : end] if later.strip()]
-            i = end if all(map(signature_line, block)) else i + 1
+            i = end if end > i and all(map(signature_line, block)) else i + 1
         else:
             quoting = quoting or quoted(lines[i])
             kept.append(lines[i])
@@ -115,15 +115,14 @@ def _past_quote(lines: list[str], i: int) -> int:
 
 def _block_end(lines: list[str], i: int) -> int:
     """Where a signature block that starts at lines[i] ends: a quote, an attribution, the
-    old message, or the end."""
-    while i < len(lines) and not (
-        quoted(lines[i])
-        or _attribution(lines, i)
-        or _original_starts(lines, i)
-        or _FOOTER.fullmatch(lines[i].strip().rstrip("."))
-    ):
-        i += 1
-    return i
+    old message, another delimiter, or the end; looked for over SIGNATURE_LINES lines only
+    (a longer block is no signature, and the search stays linear)."""
+    for j in range(i, min(len(lines), i + SIGNATURE_LINES + 1)):
+        line = lines[j].strip()
+        ends = quoted(lines[j]) or line == _DELIMITER or _FOOTER.fullmatch(line.rstrip("."))
+        if ends or _attribution(lines, j) or _original_starts(lines, j):
+            return j
+    return len(lines) if len(lines) <= i + SIGNATURE_LINES else i
 
 
 def _original_starts(lines: list[str], i: int) -> bool:

@@ -215,3 +215,20 @@ def test_the_senders_signature_block_is_not_read() -> None:
 
 def test_first_line_skips_blank_lines() -> None:
     assert first_line("\n\n  hello \nworld") == "hello"
+
+
+@pytest.mark.timeout(20)  # each took ~0.1 s; the quadratic reading of "--" lines took 95 s
+@pytest.mark.parametrize(
+    "text",
+    [
+        "--\n" * 5000,
+        "--\nAcme Corp\n" * 3000,
+        ("On 22 Nov 2026 10:00 " * 20 + "wrote:\n> q\n") * 400,
+        "Approved\n" + "Alice\n" * 3000,
+        "a\n" * 20000,
+        "ok " * 15000,
+    ],
+    ids=["delimiters", "signature-blocks", "attributions", "names", "lines", "one-line"],
+)
+def test_hostile_replies_are_read_in_linear_time(text: str) -> None:
+    assert read_reply(text, signer="Alice Smith").verdict is not Verdict.APPROVE

@@ -13,14 +13,23 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 
-_SKIP_TAGS = frozenset({"script", "style", "head", "title"})
+_SKIP_TAGS = frozenset({"script", "style", "title"})
 _BLOCKS = frozenset(
     {"p", "div", "tr", "li", "ul", "ol", "table", "h1", "h2", "h3", "pre", "blockquote"}
 )
 _STRUCK_TAGS = frozenset({"s", "del", "strike"})
+_WHITE = r"(?:#fff(?:fff)?\b|white\b|rgb\(\s*255\s*,\s*255\s*,\s*255\s*\))"
 _HIDDEN = re.compile(
-    r"display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0(?![.\d])|opacity\s*:\s*0(?![.\d])"
-    r"|(?<![-\w])color\s*:\s*(?:#fff(?:fff)?\b|white\b|rgb\(\s*255\s*,\s*255\s*,\s*255\s*\))",
+    r"display\s*:\s*none|visibility\s*:\s*hidden|opacity\s*:\s*0(?![.\d])"
+    r"|(?:font-size|max-height|height|max-width|width)\s*:\s*0(?![.\d])"
+    rf"|(?<![-\w])color\s*:\s*{_WHITE}",
+    re.IGNORECASE,
+)
+_WHITE_COLOR = re.compile(_WHITE, re.IGNORECASE)
+# Style that may change what is seen: an escape, a string (list markers, quotes), generated
+# content, or a style sheet that hides or strikes through by class.
+_STYLED = re.compile(
+    r"\\|[\"']|content\s*:|line-through|display\s*:\s*none|visibility|opacity|height\s*:\s*0",
     re.IGNORECASE,
 )
 _LINE_THROUGH = re.compile(r"line-through", re.IGNORECASE)
@@ -31,7 +40,6 @@ class _Text(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.parts: list[str] = []
         self.open: list[tuple[str, str]] = []  # (tag, what it closes with: "~" or "")
-        self.quotes = 0
         self.skipping: str | None = None
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -47,9 +55,10 @@ class _Text(HTMLParser):
             self._text(f" {attr['alt'].strip()} ")
         elif tag == "input" and attr.get("type", "").lower() == "checkbox":
             self._text(" [x] " if "checked" in attr else " [ ] ")
+        elif tag == "input" and attr.get("value", "").strip():
+            self._text(f" [{attr['value'].strip()}] ")
         if tag in _BLOCKS:
             self._end_line()
-        self.quotes += tag == "blockquote"
         self._open(tag, attr)
 
     def _open(self, tag: str, attr: dict[str, str]) -> None:
@@ -57,29 +66,36 @@ class _Text(HTMLParser):
             return  # void elements have no end tag
         style = attr.get("style", "")
         closing = ""
-        if _HIDDEN.search(style):
+        white = tag == "font" and _WHITE_COLOR.fullmatch(attr.get("color", "").strip())
+        if _HIDDEN.search(style) or "hidden" in attr or white or tag == "template":
             self._text(" [hidden] ")
+        elif _STYLED.search(style):
+            self._text(" [styled] ")
         if tag in _STRUCK_TAGS or _LINE_THROUGH.search(style):
             self._text(" ~ ")
             closing = " ~ "
+        if tag == "q":  # shown in quotation marks: someone's words
+            self._text(' " ')
+            closing = ' " '
         self.open.append((tag, closing))
 
     def handle_endtag(self, tag: str) -> None:
         if self.skipping is not None:
             self.skipping = None if tag == self.skipping else self.skipping
             return
-        while self.open:
+        if all(opened != tag for opened, _ in self.open):
+            return  # an end tag nothing opened
+        while self.open:  # elements left open close with their parent, as browsers do
             opened, closing = self.open.pop()
             self._text(closing)
             if opened == tag:
                 break
         if tag in _BLOCKS:
             self._end_line()
-        self.quotes -= tag == "blockquote" and self.quotes > 0
 
     def handle_data(self, data: str) -> None:
-        if self.skipping == "style" and "content" in data.lower():
-            self.parts.append(" [styled] ")  # ::before / ::after add text a reader cannot see
+        if self.skipping == "style" and _STYLED.search(data.replace('"', "").replace("'", "")):
+            self.parts.append(" [styled] ")  # a style sheet that adds, hides or strikes text
         if self.skipping is None:
             self._text(re.sub(r"\s+", " ", data))  # HTML collapses whitespace
 
@@ -90,8 +106,9 @@ class _Text(HTMLParser):
     def _text(self, text: str) -> None:
         if not text.strip() and self._at_line_start():
             return
-        if self.quotes and self._at_line_start():
-            self.parts.append("> " * self.quotes)
+        quotes = sum(opened == "blockquote" for opened, _ in self.open)
+        if quotes and self._at_line_start():
+            self.parts.append("> " * quotes)
         self.parts.append(text)
 
     def _at_line_start(self) -> bool:

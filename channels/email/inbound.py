@@ -148,11 +148,8 @@ class Inbox:
             return await self._refuse(message, request, sender, why)
         if request.status != Status.PENDING:
             return await self._late(message, key, request, sender)
-        text = reading.reply_text(message)
         signer = reading.display_name(message)
-        intent = reading.read_intent(
-            text, kind=request.kind, options=request.options, signer=signer
-        )
+        intent = reading.intent_of(message, kind=request.kind, options=request.options)
         if intent.verdict == "unreadable":
             why = f"I could not read an answer. {HOW_TO_ANSWER}"
             return await self._refuse(message, request, sender, why)

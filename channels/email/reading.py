@@ -106,10 +106,30 @@ def reply_text(message: EmailMessage) -> str:
     body = _body(message, "plain")
     if not body.strip():
         body = _body(message, "html")
+    return _new_text(body, display_name(message))
+
+
+def _new_text(body: str, signer: str | None) -> str:
     # The shared reader's cut, not a mail parser's: those also cut a quote with no
     # attribution above it, or the words under a quote, and a yes above them then approved.
-    text = new_text(_bounded(body), signer=display_name(message))[:MAX_BODY_CHARS]
+    text = new_text(_bounded(body), signer=signer)[:MAX_BODY_CHARS]
     return f"{text}\n{TRUNCATED}" if len(body.strip()) > MAX_BODY_CHARS else text
+
+
+def intent_of(message: EmailMessage, *, kind: Kind, options: list[dict[str, Any]]) -> Intent:
+    """The intent of a reply. A plain-text approval approves only if the HTML part of the
+    same mail, as a person sees it, approves too (a struck-through or hidden yes there
+    does not): otherwise it is unclear, with the HTML's text."""
+    signer = display_name(message)
+    intent = read_intent(reply_text(message), kind=kind, options=options, signer=signer)
+    html = _body(message, "html") if _body(message, "plain").strip() else ""
+    if intent.verdict != "approve" or not html.strip():
+        return intent
+    seen = _new_text(html, signer)
+    second = read_intent(seen, kind=kind, options=options, signer=signer)
+    return (
+        intent if second.verdict == "approve" else Intent("unclear", seen, reading=second.reading)
+    )
 
 
 def display_name(message: EmailMessage) -> str | None:

@@ -19,7 +19,8 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-from gateway.seam.reply_text import new_text, own_lines, quoted, without_greeting, without_sign_off
+from gateway.seam.reply_signature import quoted, without_greeting, without_sign_off
+from gateway.seam.reply_text import new_text, own_lines
 from gateway.seam.reply_words import (
     CONDITIONS,
     HOLD,
@@ -84,7 +85,7 @@ class Reading:
 def read_reply(text: str, *, signer: str | None = None) -> Reading:
     """Read a free-text answer to an approval. `signer`: the sender's display name, whose
     signature block ends the reply's own words."""
-    own, quoting = own_lines(text)
+    own, quoting = own_lines(text, signer)
     mine = [line.strip() for line in without_sign_off(own, signer)]
     lines = without_greeting([line for line in mine if line and not quoted(line)])
     said = _quote(" ".join(lines))

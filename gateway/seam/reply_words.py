@@ -13,6 +13,7 @@ import unicodedata
 
 Phrase = tuple[str, ...]
 YES, POLITE, NO, HOLDS, OTHER = "yes", "polite", "no", "holds", "other"
+BREAK = "."  # the end of a sentence, as a word
 
 
 def tokens(text: str) -> list[str]:
@@ -24,35 +25,43 @@ def tokens(text: str) -> list[str]:
     text = _MODIFIERS.sub("", text)
     text = _SHORTCODE.sub(lambda code: _SHORTCODES.get(code[0], code[0]), text)
     text = _EMOTICON.sub(lambda face: _FACES.get(face[1], " 😕 "), text)
-    text = _STRUCK.sub(r" ~ \1 ~ ", _NOT.sub(" ¬ ", text))  # -struck-, !negated
+    text = _STRUCK.sub(r" ~ \2 ~ ", _NOT.sub(" ¬ ", _OK.sub("ok", text)))  # -x-, !negated
     text = text.translate(_FOLD)
     return [word for token in _TOKEN.findall(text) if (word := _word(token))]
 
 
 def _word(token: str) -> str:
-    """The token as a word: "?" for any question mark, "" for harmless punctuation."""
+    """The token as a word: "?" for any question mark, "." for the end of a sentence (no
+    phrase reads across it: "No. Objection." is no "no objection"), "" for harmless
+    punctuation."""
     if len(token) != 1 or token.isalnum():
         return token
     name = unicodedata.name(token, "")
     if "QUESTION" in name or "INTERROBANG" in name:
         return "?"
+    if token in _SENTENCE_END:
+        return BREAK
     return "" if token in _HARMLESS or unicodedata.category(token) == "Zs" else token
 
 
 def cover(words: list[str]) -> list[tuple[str, Phrase]]:
     """The words as phrases of the tables, longest first; a word no phrase covers is OTHER on
-    its own. A negation before a yes ("don't run it", "not approving") or after one
-    ("definitely not") is a refusal, not a yes."""
+    its own, and the end of a sentence is POLITE (it says nothing). A negation before a yes
+    ("don't run it", "not approving") or after one ("definitely not") is a refusal, and the
+    same yes twice ("yeah, yeah") is dismissive."""
     found: list[tuple[str, Phrase]] = []
     i = 0
     while i < len(words):
         known = _longest_at(words, i)
         doubt = known if known is not None and known[0] == HOLDS else None  # "not sure"
         kind, phrase = doubt or _negated_at(words, i) or known or (OTHER, (words[i],))
-        if kind == YES and words[i + len(phrase) :] == ["not"]:  # "definitely not"
+        if phrase == (BREAK,):
+            kind = POLITE
+        elif kind == YES and [w for w in words[i + len(phrase) :] if w != BREAK] == ["not"]:
             kind, phrase = NO, (*phrase, "not")
-        if kind == YES and found[-1:] == [(YES, phrase)] and phrase[0].isalpha():
-            found[-1] = (HOLDS, phrase * 2)  # "yeah, yeah", "ja ja": dismissive
+        said = [p for k, p in found if p != (BREAK,)]
+        if kind == YES and said[-1:] == [phrase] and phrase[0].isalpha():
+            found = [f for f in found if f != (YES, phrase)] + [(HOLDS, phrase * 2)]
             i += len(phrase)
             continue
         found.append((kind, phrase))
@@ -126,8 +135,9 @@ _SHORTCODE = re.compile(r":[a-z0-9_+-]+:")
 _EMOTICON = re.compile(r"(?<!\S)([:;]-?(?:[)(/\\|]|[dsp]\b))")
 _FACES = {":)": " 🙂 ", ":-)": " 🙂 ", ":d": " 🙂 ", ":-d": " 🙂 "}  # a wink is not polite
 # "!approved" (a logical not) and "-approved-" (Jira's strike-through) say the opposite.
+_OK = re.compile(r"\bo\.\s?k\b\.?")  # "O.K." before full stops become sentence breaks
 _NOT = re.compile(r"(?<![\w!])!(?=[\w(])")
-_STRUCK = re.compile(r"(?<!\S)-(?=[^\s-])([^\n]*?[^\s-])-(?!\S)")
+_STRUCK = re.compile(r"(?<!\S)([-+])(?=[^\s+-])([^\n]*?[^\s+-])\1(?!\S)")  # -x-, +x+
 # Someone addressed (a Slack mention, an @name), a link, an address: a reply that holds one
 # is not a plain yes. A link's trailing "?" is the reply's, not the link's.
 _SLACK_LINK = re.compile(r"<(?:https?://|mailto:)[^|>\s]*\|([^>]*)>|<!date\^[^|>]*\|([^>]*)>")
@@ -141,9 +151,10 @@ _FOLD = str.maketrans(
     {"\u2019": "'", "\u2018": "'", "\u02bc": "'", "`": "'", "\u2212": "-", "¿": "?"}
 )
 _TOKEN = re.compile(r"(?<![\w+-])[+-]1(?!\d)|[^\W_]+(?:'[^\W_]+)*|[^\w\s]")
+_SENTENCE_END = frozenset(".!…。！")  # ";" is a word: the Greek question mark looks like it
 _HARMLESS = frozenset(
-    ".,!:'\"()-–—‐‑‒―…·•*_/#&%¡+"  # ASCII and typographic punctuation
-    "。、，！：；（）「」『』【】《》〈〉«»‹›„“”‘’"  # CJK and European quotes
+    ",:'()-–—‐‑‒―·•*_/#&%¡+"  # ASCII and typographic punctuation; quotation marks are words
+    "、，：；（）【】《》〈〉‘’"  # CJK punctuation
     "،؛۔"  # Arabic comma, semicolon, full stop
 )
 
@@ -171,7 +182,7 @@ APPROVING = """
     approvato | procedi | procedi pure | vai pure | confermo | certo | sim | aprovado |
     pode seguir | pode prosseguir | pode rodar | beleza | да | одобряю | одобрено |
     согласовано | согласен | подтверждаю | запускай | хорошо | ок |
-    承認します | 承認しました | 問題ありません | 進めてください | okです | 同意 | 批准 |
+    はい | 承認します | 承認しました | 問題ありません | 進めてください | okです | 同意 | 批准 |
     好的 | 可以 | 执行吧 | 没问题 | 继续 | 請執行 | 请执行 | موافق | تمت الموافقة | نعم |
     تمام | تفضل | tak | zatwierdzam | godkänt | godkendt | 승인합니다 | 네 | evet |
     onaylıyorum | погоджую | jo | ja hoor | perfecto | ausführen | ✓ | ✔️ | ok to proceed |
@@ -183,9 +194,8 @@ POLITENESS = """
     thanks for checking | thanks for asking | thank you for checking | from my side |
     from me | no problem | no worries | not a problem | no prob |
     danke | bitte | merci | gracias | bedankt | dank je | grazie | obrigado |
-    obrigada | dzięki | tack | sorry for the slow reply | thanks for the heads-up |
-    thanks for the heads up | спасибо | お願いします | よろしくお願いします | ください |
-    谢谢 | شكرا |
+    obrigada | dzięki | tack | sorry for the slow reply | спасибо | お願いします |
+    よろしくお願いします | ください | 谢谢 | شكرا |
     🙏 | 🙂 | 😊 | 😀 | 😃 | 😄 | 🎉 | ❤ | 🙌
 """
 REFUSING = """

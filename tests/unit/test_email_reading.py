@@ -18,6 +18,7 @@ from channels.email.reading import (
     TRUNCATED,
     Intent,
     dmarc_passed,
+    intent_of,
     is_automatic,
     read_intent,
     reply_text,
@@ -67,7 +68,7 @@ CASES = {
     "outlook_reject.eml": Expected(Intent("reject", "not this quarter"), "bob.smith@contoso.com"),
     # A bare-name signature is indistinguishable from text, so it stays in the reason.
     "outlook_original_message.eml": Expected(
-        Intent("reject", "budget freeze until January\n\nAlice Smith\nVP Eng"),
+        Intent("reject", "budget freeze until January"),  # her signature is cut
         "alice.smith@fabrikam.com",
     ),
     "outlook_german_latin1.eml": Expected(Intent("approve"), "j.mueller@firma.example"),
@@ -513,3 +514,18 @@ def test_dmarc_pass_from_our_mta(values: list[str]) -> None:
 )
 def test_dmarc_not_passed(values: list[str]) -> None:
     assert not dmarc_passed(with_results(*values), AUTHSERV)
+
+
+def test_a_plain_yes_approves_only_if_the_html_part_says_it_too() -> None:
+    def two_parts(plain: str, html: str) -> EmailMessage:
+        message = EmailMessage()
+        message["From"] = "Alice Smith <alice@example.org>"
+        message.set_content(plain)
+        message.add_alternative(html, subtype="html")
+        return message
+
+    same = two_parts("Approved\n", "<p>Approved</p>")
+    struck = two_parts("Approved\n", "<p><s>Approved</s></p>")
+    assert intent_of(same, kind=Kind.FUNCTION_CALL, options=[]).verdict == "approve"
+    unclear = intent_of(struck, kind=Kind.FUNCTION_CALL, options=[])
+    assert (unclear.verdict, unclear.comment) == ("unclear", "~ Approved ~")

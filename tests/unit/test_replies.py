@@ -46,7 +46,9 @@ QUOTED_REQUEST = "> Agent agent-7 wants to call drop_table\n> Reply APPROVE, or 
     ],
 )
 def test_new_text_ends_where_the_quote_or_signature_starts(after: str) -> None:
-    assert new_text(f"Approved, thanks!\n\n{after}\n") == "Approved, thanks!"
+    assert new_text(f"Approved, thanks!\n\n{after}\n", signer="Alice Smith") == (
+        "Approved, thanks!"
+    )
 
 
 def test_quotes_without_a_real_attribution_stay_they_are_someone_elses_words() -> None:
@@ -95,7 +97,7 @@ def test_lines_that_only_look_like_headers_stay() -> None:
 
 
 def test_tokens_are_normalised() -> None:
-    assert tokens("LGTM 👍🏽!") == ["lgtm", "👍"]  # case, skin tone, punctuation
+    assert tokens("LGTM 👍🏽!") == ["lgtm", "👍", "."]  # case, skin tone; "!" ends a sentence
     assert tokens("Don\u2019t :+1::skin-tone-3: ✔\ufe0f") == ["don't", "👍", "✔"]
     assert tokens("+1, not -1 or +15551234") == ["+1", "not", "-1", "or", "15551234"]
     # A link, an address or someone addressed is a word of its own: no plain yes holds one.

@@ -18,6 +18,8 @@ _BLOCKS = frozenset(
     {"p", "div", "tr", "li", "ul", "ol", "table", "h1", "h2", "h3", "pre", "blockquote"}
 )
 _STRUCK_TAGS = frozenset({"s", "del", "strike"})
+# Elements that show text this parser does not read as shown (raw text, other documents).
+_UNREAD_TAGS = frozenset({"textarea", "xmp", "plaintext", "iframe", "object", "embed", "frame"})
 _WHITE = r"(?:#fff(?:fff)?\b|white\b|rgb\(\s*255\s*,\s*255\s*,\s*255\s*\))"
 _HIDDEN = re.compile(
     r"display\s*:\s*none|visibility\s*:\s*hidden|opacity\s*:\s*0(?![.\d])"
@@ -29,10 +31,13 @@ _WHITE_COLOR = re.compile(_WHITE, re.IGNORECASE)
 # Style that may change what is seen: an escape, a string (list markers, quotes), generated
 # content, or a style sheet that hides or strikes through by class.
 _STYLED = re.compile(
-    r"\\|[\"']|content\s*:|line-through|display\s*:\s*none|visibility|opacity|height\s*:\s*0",
+    r"\\|[\"']|content\s*:|line-through|display\s*:\s*none|visibility|opacity|height\s*:\s*0"
+    r"|gradient|@import|url\(",
     re.IGNORECASE,
 )
 _LINE_THROUGH = re.compile(r"line-through", re.IGNORECASE)
+# Browsers end "<!-->" and "<!--->" where they start; Python's parser reads on to the next "-->".
+_BROWSER_COMMENTS = re.compile(r"<!--->?|<!-->")
 
 
 class _Text(HTMLParser):
@@ -55,8 +60,10 @@ class _Text(HTMLParser):
             self._text(f" {attr['alt'].strip()} ")
         elif tag == "input" and attr.get("type", "").lower() == "checkbox":
             self._text(" [x] " if "checked" in attr else " [ ] ")
-        elif tag == "input" and attr.get("value", "").strip():
-            self._text(f" [{attr['value'].strip()}] ")
+        elif tag == "input" and (attr.get("value", "") + attr.get("placeholder", "")).strip():
+            self._text(f" [{attr.get('value') or attr.get('placeholder')}] ")
+        elif tag in _UNREAD_TAGS or (tag == "link" and "stylesheet" in attr.get("rel", "")):
+            self._text(" [unread] ")  # shown, or styled, in a way not read here
         if tag in _BLOCKS:
             self._end_line()
         self._open(tag, attr)
@@ -122,7 +129,7 @@ class _Text(HTMLParser):
 
 def html_to_text(html: str) -> str:
     parser = _Text()
-    parser.feed(html)
+    parser.feed(_BROWSER_COMMENTS.sub("<!-- -->", html))
     parser.close()
     lines = (line.strip() for line in "".join(parser.parts).splitlines())
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()

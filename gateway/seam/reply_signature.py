@@ -5,8 +5,9 @@ A signature line is one of:
 - the sender's own name (their display name, or its first word), alone;
 - contact details alone: a phone number, an email address, a link;
 - a job title made only of title words ("VP Engineering", "Director of Platform");
-- a company: capitalised words and a legal suffix ("Acme Corp", "Contoso Ltd.");
-- a street or city line: capitalised words and numbers, with a street word or a postcode.
+- a company: one or two capitalised words no table knows, and a legal suffix ("Acme Corp").
+An address is not one (a street line is too much like "take a snapshot first. 10m"): a
+signature with one makes the reply unclear, which costs one more reply.
 Parts may be joined by "|", "," or "·" ("VP Engineering | Acme Corp"). "Pending Review",
 "NOT ON PROD", "Alice says wait" or a link to a runbook under a name are none of these, so they
 stay the person's words.
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from gateway.seam.reply_words import HOLD, NO, cover, tokens
+from gateway.seam.reply_words import HOLD, KNOWN_WORDS, NO, cover, tokens
 
 SIGNATURE_LINES = 12  # a signature block is looked for among the last lines only
 
@@ -28,34 +29,33 @@ _CLOSING = re.compile(
     r"|с уважением|спасибо)\s*[,.!]?",
     re.IGNORECASE,
 )
-_LABEL = r"(?:(?:t|m|p|f|e|w|tel|phone|mobile|cell|fax|email|e-mail|web)(?:\s?[.:]\s*|\s+))?"
+_LABEL = r"(?:(?:t|m|p|f|tel|phone|mobile|cell|fax)(?:\s?[.:]\s*|\s+))"
+# A phone number starts with "+" or has a label ("T: 555 0100"): a bare "22.00 - 06.00" or
+# "1.000.000" is a time or an amount. A link is to a site, not to a page (a runbook's or an
+# incident's URL says something), and its name must say nothing either.
 _CONTACT = re.compile(
-    rf"{_LABEL}(?:\+?\(?\d[\d\s().-]{{6,}}\d|[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
-    r"|https?://[\w.-]+/?|www\.[\w.-]+/?)",
+    rf"(?:{_LABEL}?\+|{_LABEL}\(?)\d[\d\s()-]{{6,}}\d"
+    r"|(?:(?:e|email|e-mail)\s?[.:]\s*)?[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
+    r"|(?:(?:w|web)\s?[.:]\s*)?(?:https?://|www\.)([\w.-]+)/?",
     re.IGNORECASE,
-)  # a link to a site, not to a page: a runbook's or an incident's URL says something
+)
 _TITLE_WORDS_TEXT = """
     vp svp evp avp eng mgr sr jr teamleitung director head lead manager engineer engineering
     senior staff principal
     platform infrastructure security operations devops sre cto ceo cio ciso coo cfo cpo
     founder co-founder team product data software developer architect consultant analyst
-    administrator admin it database dba site reliability cloud network systems chief officer
+    administrator admin database dba site reliability cloud network systems chief officer
     president vice of and & the for at leiterin leiter plattform ingenieur ingénieur
-    datenbanken plateforme rechenzentrum abteilung
+    datenbanken plateforme plataforma rechenzentrum abteilung de
     directeur directrice responsable jefe jefa director directora ingeniero ingeniera oncall
     on-call she/her he/him they/them
 """
 _TITLE_WORDS = frozenset(_TITLE_WORDS_TEXT.split())
+_CONNECTORS = frozenset({"of", "and", "&", "the", "for", "at", "de"})  # never first
 _COMPANY_SUFFIX = re.compile(
     r"(?:corp|corporation|inc|ltd|llc|gmbh|ag|sa|s\.a|bv|b\.v|se|co|plc|pty|srl|sas|oy|ab)\.?",
     re.IGNORECASE,
 )
-_STREET = re.compile(
-    r".*(?:stra(?:ß|ss)e|str\.|street|st\.|road|rd\.|avenue|ave\.|weg|platz|gasse|rue|calle)"
-    r"\s+\d+\w?",
-    re.IGNORECASE,
-)
-_POSTCODE_CITY = re.compile(r"(?:[A-Z]{1,2}-)?\d{4,5}\s+[A-ZÀ-Ý][\w-]+(?:\s+[A-ZÀ-Ý][\w-]+)?")
 _CAPITALISED = re.compile(r"[A-ZÀ-ÝА-Я][a-zà-ÿа-я'’-]+")
 _ON_CALL = re.compile(r"\bon call\b", re.IGNORECASE)
 _PARTS = re.compile(r"\s*[|,·•]\s*|\s+[-–—]\s+")
@@ -81,7 +81,7 @@ def _signed_from(lines: list[str], signer: str | None) -> int:
     for j in range(max(1, len(lines) - SIGNATURE_LINES), len(lines)):
         below = lines[j + 1 :]
         if _is_signer(lines[j], signer) and all(map(signature_line, below)):
-            return _signed_from(lines[:j], None)  # a closing above the name goes too
+            return j - 1 if j > 1 and _CLOSING.fullmatch(lines[j - 1]) else j
     for j in range(max(1, len(lines) - SIGNATURE_LINES), len(lines)):
         below = lines[j + 1 :]
         if _CLOSING.fullmatch(lines[j]) and (not below or signature(below, signer)):
@@ -105,10 +105,8 @@ def _is_signer(line: str, signer: str | None) -> bool:
     name, *rest = _PARTS.split(line.lstrip("-–—~ "))
     words = _names_of(signer or "")
     initialled = f"{words[0][:1]}. {' '.join(words[1:])}" if len(words) > 1 else ""
-    given = name.casefold().split()
-    surnamed = len(words) == 1 and given[:1] == words and len(given) <= 3  # "Alice" signs
-    named = bool(words) and (" ".join(given) in (" ".join(words), words[0], initialled))
-    named = named or (surnamed and all(map(name_word, name.split())))
+    given = " ".join(name.casefold().split())
+    named = bool(words) and given in (" ".join(words), words[0], initialled)
     return named and all(map(_signature_part, filter(str.strip, rest)))
 
 
@@ -119,30 +117,36 @@ def _names_of(signer: str) -> list[str]:
 
 
 def _unknown_name(line: str, below: list[str]) -> bool:
-    """Not knowing the sender's name: one name word ("Bob"), or a full name with a title,
-    company or contact line under it ("Bob Smith" / "VP Engineering")."""
+    """Not knowing the sender's name: one name word ("Bob"), as people sign in chat."""
     words = line.lstrip("-–—~ ").split()
-    return (len(words) == 1 or (len(words) <= 3 and bool(below))) and all(map(name_word, words))
+    return len(words) == 1 and name_word(words[0])
 
 
 def name_word(word: str) -> bool:
-    return bool(_CAPITALISED.fullmatch(word)) and not _holds_back(word) and len(word) <= 20
+    """A capitalised word no phrase table knows ("Acme", "Smith"; not "Not", "Tonight")."""
+    known = word.casefold() in KNOWN_WORDS or _holds_back(word)
+    return bool(_CAPITALISED.fullmatch(word)) and not known and len(word) <= 20
 
 
 def signature_line(line: str) -> bool:
-    """Contact details, a job title, a company, or an address (see the module's doc)."""
-    rest = _CONTACT.sub(" ", _ON_CALL.sub("on-call", line))
+    """Contact details, a job title or a company (see the module's doc)."""
+    line = _ON_CALL.sub("on-call", line)
+    if any(site and _holds_back(site.replace("-", " ")) for site in _CONTACT.findall(line)):
+        return False
+    rest = _CONTACT.sub(" ", line)
     parts = [part for part in _PARTS.split(rest) if part.strip()]
     return (bool(parts) or rest != line) and all(map(_signature_part, parts))
 
 
 def _signature_part(part: str) -> bool:
     words = part.split()
-    if all(word.casefold() in _TITLE_WORDS for word in words):
+    if words[0].casefold() not in _CONNECTORS and all(w.casefold() in _TITLE_WORDS for w in words):
         return True  # a job title
-    if _COMPANY_SUFFIX.fullmatch(words[-1]) and 1 < len(words) <= 4:
-        return all(map(name_word, words[:-1]))  # a company
-    return bool(_STREET.fullmatch(part) or _POSTCODE_CITY.fullmatch(part))
+    return (
+        _COMPANY_SUFFIX.fullmatch(words[-1]) is not None
+        and 1 < len(words) <= 3
+        and all(map(name_word, words[:-1]))
+    )  # a company
 
 
 def _holds_back(text: str) -> bool:

@@ -63,10 +63,10 @@ _ATTRIBUTION_VERB = (
 # word, a number, or one of at most five capitalised name words, with a year, and a time or
 # an address: "On 2nd thought, as Dana wrote at 9:30:" or "... wrote -- only after X:" is
 # the person's own text.
-_ATTRIBUTION = re.compile(rf"(.*?)\b{_ATTRIBUTION_VERB}(?![\w])(.*?)\s?:", re.IGNORECASE)
+_ATTRIBUTION = re.compile(rf"(.*?)\b{_ATTRIBUTION_VERB}(?![\w])(.*?)\s?:")  # as clients write
 _ADDRESS = re.compile(r"\(?<[^<>\s@]+@[^<>\s]+>\)?|\[mailto:[^\]]*\]|[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _DATE_WORDS_TEXT = """
-    on at am pm utc gmt cet cest um uhr à a las alle om de del el le il in в w dniu em den o
+    on op at am pm utc gmt cet cest um uhr à a las alle om de del el le il in в w dniu em den o
     kl
     mon tue wed thu fri sat sun monday tuesday wednesday thursday friday saturday sunday
     jan feb mar apr may jun jul aug sep sept oct nov dec january february march april june
@@ -163,9 +163,12 @@ def client_attribution(text: str) -> bool:
         return False
     said = f"{found[1]} {found[2]}"
     words = _ADDRESS.sub(" ", said).replace(",", " ").split()
-    names = [word for word in words if not _dated_word(word)]
+    at = [i for i, word in enumerate(words) if not _dated_word(word)]
+    names = [words[i] for i in at]
+    together = not at or at[-1] - at[0] == len(at) - 1  # one name, not words among the date
     addressed = _ADDRESS.search(said) is not None
-    return (bool(names) or addressed) and len(names) <= 5 and all(map(name_word, names))
+    named = (bool(names) or addressed) and len(names) <= 5
+    return named and together and all(map(name_word, names))
 
 
 def _dated_word(word: str) -> bool:

@@ -59,6 +59,8 @@ def cover(words: list[str]) -> list[tuple[str, Phrase]]:
             kind = POLITE
         elif kind == YES and [w for w in words[i + len(phrase) :] if w != BREAK] == ["not"]:
             kind, phrase = NO, (*phrase, "not")
+        if kind == YES and phrase in _ASKED and (_near(words, i, len(phrase)) & _PLEASE):
+            kind = HOLDS  # "approve pls", "plz confirm": asking someone else to
         said = [p for k, p in found if p != (BREAK,)]
         if kind == YES and said[-1:] == [phrase] and phrase[0].isalpha():
             found = [f for f in found if f != (YES, phrase)] + [(HOLDS, phrase * 2)]
@@ -67,6 +69,14 @@ def cover(words: list[str]) -> list[tuple[str, Phrase]]:
         found.append((kind, phrase))
         i += len(phrase)
     return found
+
+
+_ASKED = frozenset({("approve",), ("approved",), ("confirm",), ("accept",), ("review",)})
+_PLEASE = frozenset({"please", "pls", "plz"})
+
+
+def _near(words: list[str], i: int, size: int) -> set[str]:
+    return set(words[max(i - 1, 0) : i]) | set(words[i + size : i + size + 1])
 
 
 def _negated_at(words: list[str], i: int) -> tuple[str, Phrase] | None:
@@ -132,12 +142,12 @@ _MODIFIERS = re.compile(
     r"|:skin-tone-\d:"
 )
 _SHORTCODE = re.compile(r":[a-z0-9_+-]+:")
-_EMOTICON = re.compile(r"(?<!\S)([:;]-?(?:[)(/\\|]|[dsp]\b))")
+_EMOTICON = re.compile(r"(?<![:;\d])([:;]'?-?[)(/\\|]|(?<!\S)[:;]-?[dsp]\b|(?<!\S)\)-?:)")
 _FACES = {":)": " 🙂 ", ":-)": " 🙂 ", ":d": " 🙂 ", ":-d": " 🙂 "}  # a wink is not polite
 # "!approved" (a logical not) and "-approved-" (Jira's strike-through) say the opposite.
 _OK = re.compile(r"\bo\.\s?k\b\.?")  # "O.K." before full stops become sentence breaks
 _NOT = re.compile(r"(?<![\w!])!(?=[\w(])")
-_STRUCK = re.compile(r"(?<!\S)([-+])(?=[^\s+-])([^\n]*?[^\s+-])\1(?!\S)")  # -x-, +x+
+_STRUCK = re.compile(r"(?<!\S)(--?|\+\+?)(?=[^\s+-])([^\n]*?[^\s+-])\1(?!\S)")  # -x-, +x+
 # Someone addressed (a Slack mention, an @name), a link, an address: a reply that holds one
 # is not a plain yes. A link's trailing "?" is the reply's, not the link's.
 _SLACK_LINK = re.compile(r"<(?:https?://|mailto:)[^|>\s]*\|([^>]*)>|<!date\^[^|>]*\|([^>]*)>")
@@ -153,7 +163,7 @@ _FOLD = str.maketrans(
 _TOKEN = re.compile(r"(?<![\w+-])[+-]1(?!\d)|[^\W_]+(?:'[^\W_]+)*|[^\w\s]")
 _SENTENCE_END = frozenset(".!…。！")  # ";" is a word: the Greek question mark looks like it
 _HARMLESS = frozenset(
-    ",:'()-–—‐‑‒―·•*_/#&%¡+"  # ASCII and typographic punctuation; quotation marks are words
+    ",:()-–—‐‑‒―·•*_/#&%¡+"  # ASCII and typographic punctuation; quotation marks are words
     "、，：；（）【】《》〈〉‘’"  # CJK punctuation
     "،؛۔"  # Arabic comma, semicolon, full stop
 )
@@ -260,3 +270,10 @@ _TABLES: list[tuple[str, frozenset[Phrase]]] = [
     (HOLDS, phrases(DOUBTING)),
 ]
 _LONGEST = max(len(phrase) for _, table in _TABLES for phrase in table)
+# Every word the tables know: none of them is a name ("Not", "Tonight", "Approved").
+KNOWN_WORDS = (
+    frozenset(w for _, table in _TABLES for phrase in table for w in phrase)
+    | HOLD
+    | TIME
+    | frozenset(w for phrase in NEGATORS for w in phrase)
+)

@@ -137,6 +137,7 @@ def test_html_part_alone_reads_the_same(name: str) -> None:
     html = message.get_body(preferencelist=("html",))
     assert html is not None
     html_only = EmailMessage()
+    html_only["From"] = str(message["From"])  # whose signature it is
     html_only.set_content(html.get_content(), subtype="html")
     assert reply_text(html_only) == reply_text(message)
 

@@ -128,7 +128,7 @@ async def test_a_reply_is_read_and_the_confirmation_says_how(
     case = CASES[name]
     await request_factory(gateway, name, channel=to_alice(), settle=True)
     (sunk,) = sent_for(smtp_sink, name)
-    raw = reply(sunk.message, case.body)
+    raw = reply(sunk.message, case.body, sender=f"Alice Smith <{ALICE}>")  # as Outlook sends
     dovecot.deliver(raw, str(sunk.message["Reply-To"]))
 
     result = await decided(gateway, name)

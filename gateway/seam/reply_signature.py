@@ -26,7 +26,8 @@ _CLOSING = re.compile(
     r"|warm regards|br|sincerely|viele grüße|liebe grüße|beste grüße|vg|lg|gruß|grüße"
     r"|mit freundlichen grüßen|cordialement|bien à vous|merci|saludos|un saludo|atentamente"
     r"|met vriendelijke groet|groeten|mvg|cordiali saluti|saluti|atenciosamente|abraços"
-    r"|с уважением|спасибо)\s*[,.!]?",
+    r"|с уважением|спасибо|bonne journée|abs|pozdrawiam|mvh|hilsen|med vänliga hälsningar)"
+    r"\s*[,.!]?",
     re.IGNORECASE,
 )
 _LABEL = r"(?:(?:t|m|p|f|tel|phone|mobile|cell|fax)(?:\s?[.:]\s*|\s+))"
@@ -48,7 +49,7 @@ _TITLE_WORDS_TEXT = """
     president vice of and & the for at leiterin leiter plattform ingenieur ingénieur
     datenbanken plateforme plataforma rechenzentrum abteilung de
     directeur directrice responsable jefe jefa director directora ingeniero ingeniera oncall
-    on-call she/her he/him they/them
+    on-call she/her he/him they/them phd msc mba
 """
 _TITLE_WORDS = frozenset(_TITLE_WORDS_TEXT.split())
 _CONNECTORS = frozenset({"of", "and", "&", "the", "for", "at", "de"})  # never first
@@ -57,8 +58,9 @@ _COMPANY_SUFFIX = re.compile(
     re.IGNORECASE,
 )
 _CAPITALISED = re.compile(r"[A-ZÀ-ÝА-Я][a-zà-ÿа-я'’-]+")
+_MAILBOX = re.compile(r"([\w.+-]+)@[\w-]+(?:\.[\w-]+)+")  # "not-until-monday@" says something
 _ON_CALL = re.compile(r"\bon call\b", re.IGNORECASE)
-_PARTS = re.compile(r"\s*[|,·•]\s*|\s+[-–—]\s+")
+_PARTS = re.compile(r"\s*[|,·•()]\s*|\s+[-–—]\s+")
 
 
 def without_sign_off(lines: list[str], signer: str | None) -> list[str]:
@@ -131,7 +133,8 @@ def name_word(word: str) -> bool:
 def signature_line(line: str) -> bool:
     """Contact details, a job title or a company (see the module's doc)."""
     line = _ON_CALL.sub("on-call", line)
-    if any(site and _holds_back(site.replace("-", " ")) for site in _CONTACT.findall(line)):
+    named = _CONTACT.findall(line) + _MAILBOX.findall(line)  # a site's or a mailbox's name
+    if any(name and _holds_back(re.sub(r"[-._]", " ", name)) for name in named):
         return False
     rest = _CONTACT.sub(" ", line)
     parts = [part for part in _PARTS.split(rest) if part.strip()]

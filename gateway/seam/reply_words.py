@@ -50,25 +50,32 @@ def cover(words: list[str]) -> list[tuple[str, Phrase]]:
     ("don't run it", "not approving") or after one ("definitely not") is a refusal, and the
     same yes twice ("yeah, yeah") is dismissive."""
     found: list[tuple[str, Phrase]] = []
+    last: int | None = None  # where the last phrase that is not a sentence break is
     i = 0
     while i < len(words):
         known = _longest_at(words, i)
         doubt = known if known is not None and known[0] == HOLDS else None  # "not sure"
         kind, phrase = doubt or _negated_at(words, i) or known or (OTHER, (words[i],))
+        after = words[i + len(phrase) :][:6]  # at most a few words: this stays linear
         if phrase == (BREAK,):
             kind = POLITE
-        elif kind == YES and [w for w in words[i + len(phrase) :] if w != BREAK] == ["not"]:
-            kind, phrase = NO, (*phrase, "not")
+        elif kind == YES and len(words) - i - len(phrase) <= 5 and _only_not(after):
+            kind, phrase = NO, (*phrase, "not")  # "definitely not", "approve... NOT"
         if kind == YES and phrase in _ASKED and (_near(words, i, len(phrase)) & _PLEASE):
             kind = HOLDS  # "approve pls", "plz confirm": asking someone else to
-        said = [p for k, p in found if p != (BREAK,)]
-        if kind == YES and said[-1:] == [phrase] and phrase[0].isalpha():
-            found = [f for f in found if f != (YES, phrase)] + [(HOLDS, phrase * 2)]
+        again = last is not None and found[last] == (YES, phrase) and phrase[0].isalpha()
+        if kind == YES and again and last is not None:
+            found[last] = (HOLDS, phrase * 2)  # "yeah, yeah", "ja ja": dismissive
             i += len(phrase)
             continue
+        last = last if phrase == (BREAK,) else len(found)
         found.append((kind, phrase))
         i += len(phrase)
     return found
+
+
+def _only_not(words: list[str]) -> bool:
+    return [word for word in words if word != BREAK] == ["not"]
 
 
 _ASKED = frozenset({("approve",), ("approved",), ("confirm",), ("accept",), ("review",)})
@@ -196,7 +203,9 @@ APPROVING = """
     好的 | 可以 | 执行吧 | 没问题 | 继续 | 請執行 | 请执行 | موافق | تمت الموافقة | نعم |
     تمام | تفضل | tak | zatwierdzam | godkänt | godkendt | 승인합니다 | 네 | evet |
     onaylıyorum | погоджую | jo | ja hoor | perfecto | ausführen | ✓ | ✔️ | ok to proceed |
-    go ahead and run it | na klar | pas de souci | sí cómo no | cómo no
+    go ahead and run it | na klar | pas de souci | sí cómo no | cómo no | kannst loslegen |
+    kör på | godkjent | 了解です | 可以执行 | devam edebilirsiniz | ano | schvaluji | kyllä |
+    hyväksytty
 """
 POLITENESS = """
     thanks | thank you | thank u | thx | thnx | ty | tyvm | please | pls | plz | cheers |

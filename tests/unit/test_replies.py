@@ -229,8 +229,13 @@ def test_first_line_skips_blank_lines() -> None:
         "Approved\n" + "Alice\n" * 3000,
         "a\n" * 20000,
         "ok " * 15000,
+        "ok not " * 7000,
+        ". " * 20000,
     ],
-    ids=["delimiters", "signature-blocks", "attributions", "names", "lines", "one-line"],
+    ids=[
+        *("delimiters", "signature-blocks", "attributions", "names", "lines", "one-line"),
+        *("yes-and-not", "breaks"),
+    ],
 )
 def test_hostile_replies_are_read_in_linear_time(text: str) -> None:
     assert read_reply(text, signer="Alice Smith").verdict is not Verdict.APPROVE

@@ -27,8 +27,8 @@ LABELS = {verdict: list(CORPUS[verdict.value]) for verdict in Verdict}
 EVERY = [(text, verdict) for verdict, texts in LABELS.items() for text in texts]
 SENDER = "Alice Smith"  # the corpus's signatures are hers
 # How many of each kind of mistake the reader may make, at most (a yes read as unclear costs
-# the person one more reply; a no read as unclear too). The corpus holds three red-team
-# rounds written to be misread: 16 of 368 yeses and 12 of 226 nos are, today.
+# the person one more reply; a no read as unclear too). The corpus holds four red-team
+# rounds written to be misread, and a black-box round: 24 of 406 yeses and 12 of 244 nos are.
 MOST_MISREAD = 0.08
 
 

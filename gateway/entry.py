@@ -17,6 +17,9 @@ def main() -> None:
     # fifth of the server's start. `gateway.cli.main` turns collection back on, or for
     # `serve`, `gateway.app.running` once start-up is done.
     gc.disable()
+    # httpx imports its own command-line client (click, rich, pygments: ~80 ms) whenever those
+    # are installed, and the CEL binding's CLI installs them. The gateway never runs it.
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
     from gateway.cli.main import main as cli_main
 
     cli_main()

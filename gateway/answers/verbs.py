@@ -98,12 +98,19 @@ def _reply(
         if text is None:
             return Refused(Refusal.MISSING_TEXT, "type an answer first")
         return Decision(Event.RESPOND, who, response=text), None
-    reading = read_reply(text or "", signer=who.get("name"))
+    reading = read_reply(text or "", signer=_signer(who))
     if reading.verdict is Verdict.APPROVE:
         return Decision(Event.APPROVE, who), reading
     if reading.verdict is Verdict.REJECT:
         return Decision(Event.REJECT, who, comment=text or default_rejection(who)), reading
     return Refused(Refusal.UNCLEAR, reading.sentence)
+
+
+def _signer(who: dict[str, Any]) -> str | None:
+    """The name a reply may be signed with; an address is no name (the email channel reads
+    the same reply with the From's display name, or none)."""
+    name = str(who.get("name") or "")
+    return name if name and "@" not in name else None
 
 
 def _option_decision(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import email
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from email import policy
 from email.message import EmailMessage
 from pathlib import Path
@@ -25,8 +26,10 @@ from channels.email.reading import (
     sender,
 )
 from channels.email.tokens import message_ids_in_thread, rid_from_headers
+from gateway.answers.verbs import decision_for
 from gateway.lifecycle import Kind
-from gateway.seam import Verdict
+from gateway.seam import Refusal, Refused, Verb, Verdict
+from gateway.store.rows import RequestRow
 
 CORPUS = Path(__file__).parent.parent / "data" / "email"
 BASE, KEY, AUTHSERV = "approvals@example.com", b"test-email-key", "mx.example.com"
@@ -530,3 +533,25 @@ def test_a_plain_yes_approves_only_if_the_html_part_says_it_too() -> None:
     assert intent_of(same, kind=Kind.FUNCTION_CALL, options=[]).verdict == "approve"
     unclear = intent_of(struck, kind=Kind.FUNCTION_CALL, options=[])
     assert (unclear.verdict, unclear.comment) == ("unclear", "~ Approved ~")
+
+
+def test_the_answer_path_reads_a_reply_as_the_email_channel_did() -> None:
+    """Without a display name the channel reads with no signer; the answer path, given the
+    address as the responder's name, must not read a line with that address as a signature."""
+    row = RequestRow(
+        rid="r",
+        project_id=1,
+        kind="function_call",
+        call_id="c",
+        run_id="run",
+        spec_json='{"fn": "f", "kwargs": {}}',
+        body_hash="h",
+        route_json="[]",
+        status="pending",
+        requested_at=datetime.now(UTC),
+    )
+    text = "Approved\n\nalice@example.org"
+    assert fc(text).verdict == "unclear"
+    who = {"channel": "email", "user_id": "alice@example.org", "name": "alice@example.org"}
+    made = decision_for(row, Verb.REPLY, who, text=text)
+    assert isinstance(made, Refused) and made.why == Refusal.UNCLEAR

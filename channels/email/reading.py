@@ -103,10 +103,8 @@ def reply_text(message: EmailMessage) -> str:
     A reply that is only a quote gives "". Only the first MAX_BODY_CHARS are read: a longer
     one ends with TRUNCATED, so that what was not read can never make a plain yes.
     """
-    body = _body(message, "plain")
-    if not body.strip():
-        body = _body(message, "html")
-    return _new_text(body, display_name(message))
+    plain = _body(message, "plain")
+    return _new_text(plain if plain.strip() else _body(message, "html"), display_name(message))
 
 
 def _new_text(body: str, signer: str | None) -> str:
@@ -121,9 +119,10 @@ def intent_of(message: EmailMessage, *, kind: Kind, options: list[dict[str, Any]
     same mail, as a person sees it, approves too (a struck-through or hidden yes there
     does not): otherwise it is unclear, with the HTML's text."""
     signer = display_name(message)
-    intent = read_intent(reply_text(message), kind=kind, options=options, signer=signer)
-    html = _body(message, "html") if _body(message, "plain").strip() else ""
-    if intent.verdict != "approve" or not html.strip():
+    plain, html = _body(message, "plain"), _body(message, "html")
+    text = _new_text(plain if plain.strip() else html, signer)  # as reply_text reads it
+    intent = read_intent(text, kind=kind, options=options, signer=signer)
+    if intent.verdict != "approve" or not plain.strip() or not html.strip():
         return intent
     seen = _new_text(html, signer)
     second = read_intent(seen, kind=kind, options=options, signer=signer)

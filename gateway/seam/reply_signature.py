@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from gateway.seam.reply_words import HOLD, KNOWN_WORDS, NO, cover, tokens
+from gateway.seam.reply_words import EMAIL_ADDRESS, HOLD, KNOWN_WORDS, NO, cover, tokens
 
 SIGNATURE_LINES = 12  # a signature block is looked for among the last lines only
 
@@ -36,7 +36,7 @@ _LABEL = r"(?:(?:t|m|p|f|tel|phone|mobile|cell|fax)(?:\s?[.:]\s*|\s+))"
 # incident's URL says something), and its name must say nothing either.
 _CONTACT = re.compile(
     rf"(?:{_LABEL}?\+|{_LABEL}\(?)\d[\d\s()-]{{6,}}\d"
-    r"|(?:(?:e|email|e-mail)\s?[.:]\s*)?[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
+    rf"|(?:(?:e|email|e-mail)\s?[.:]\s*)?{EMAIL_ADDRESS}"
     r"|(?:(?:w|web)\s?[.:]\s*)?(?:https?://|www\.)([\w.-]+)/?",
     re.IGNORECASE,
 )
@@ -58,7 +58,7 @@ _COMPANY_SUFFIX = re.compile(
     re.IGNORECASE,
 )
 _CAPITALISED = re.compile(r"[A-ZÀ-ÝА-Я][a-zà-ÿа-я'’-]+")
-_MAILBOX = re.compile(r"([\w.+-]+)@[\w-]+(?:\.[\w-]+)+")  # "not-until-monday@" says something
+_MAILBOX = re.compile(EMAIL_ADDRESS)  # its name may say something: "not-until-monday@"
 _ON_CALL = re.compile(r"\bon call\b", re.IGNORECASE)
 _PARTS = re.compile(r"\s*[|,·•()]\s*|\s+[-–—]\s+")
 
@@ -93,12 +93,11 @@ def _signed_from(lines: list[str], signer: str | None) -> int:
 
 def signature(lines: list[str], signer: str | None) -> bool:
     """Whether these lines (under a closing or "-- ") are a signature: its first line the
-    sender's name (or, not knowing it, a first and last name), the rest signature lines."""
+    sender's name (or, not knowing it, one name word), the rest signature lines."""
     if not lines or len(lines) > SIGNATURE_LINES:
         return False
-    below = lines[1:]
-    named = _is_signer(lines[0], signer) if signer else _unknown_name(lines[0], below)
-    return named and all(map(signature_line, below))
+    named = _is_signer(lines[0], signer) if signer else _unknown_name(lines[0])
+    return named and all(map(signature_line, lines[1:]))
 
 
 def _is_signer(line: str, signer: str | None) -> bool:
@@ -118,7 +117,7 @@ def _names_of(signer: str) -> list[str]:
     return f"{first} {last}".casefold().split() if comma else signer.casefold().split()
 
 
-def _unknown_name(line: str, below: list[str]) -> bool:
+def _unknown_name(line: str) -> bool:
     """Not knowing the sender's name: one name word ("Bob"), as people sign in chat."""
     words = line.lstrip("-–—~ ").split()
     return len(words) == 1 and name_word(words[0])
@@ -133,7 +132,8 @@ def name_word(word: str) -> bool:
 def signature_line(line: str) -> bool:
     """Contact details, a job title or a company (see the module's doc)."""
     line = _ON_CALL.sub("on-call", line)
-    named = _CONTACT.findall(line) + _MAILBOX.findall(line)  # a site's or a mailbox's name
+    mailboxes = [address.partition("@")[0] for address in _MAILBOX.findall(line)]
+    named = _CONTACT.findall(line) + mailboxes  # a site's or a mailbox's name
     if any(name and _holds_back(re.sub(r"[-._]", " ", name)) for name in named):
         return False
     rest = _CONTACT.sub(" ", line)

@@ -3,12 +3,12 @@ where it really is.
 
 - An Outlook header block ("From: / Sent: / To: / Subject:"), or an "Original Message" or
   forwarded marker right above one, ends the reply: below is the old message.
-- A quote under a real attribution line ("On <date with a year or time, or an address>
-  ... wrote:" then `>` lines) is skipped; the person's words may continue below it.
+- A quote under a mail client's attribution line ("On <date with a year, and a time or an
+  address> <Name> wrote:" then `>` lines) is skipped; the person's words may continue below.
 - A known client's footer line ("Sent from my iPhone") and a separator line are skipped.
-- A signature (after "-- ", or starting at the sender's own name, or a closing such as
-  "Thanks,\\nBob") is cut when every line of it looks like one: names, titles, companies,
-  phone numbers, addresses. "use the replica, not prod" under a name is text.
+- A signature (after "-- ", at the sender's own name, or a closing above it) is cut when
+  every line of it is one (`gateway.seam.reply_signature`): "use the replica, not prod"
+  under a name is text.
 - Anything else is the person's: "sent from the beach, do not run…", "see what Bob wrote:",
   and `>` lines without a real attribution, which are someone else's words (`quoting`).
 """
@@ -24,6 +24,7 @@ from gateway.seam.reply_signature import (
     signature,
     without_sign_off,
 )
+from gateway.seam.reply_words import EMAIL_ADDRESS
 
 _ORIGINAL = re.compile(
     r"-{3,}\s*(?:original message|forwarded message|ursprüngliche nachricht"
@@ -64,7 +65,7 @@ _ATTRIBUTION_VERB = (
 # an address: "On 2nd thought, as Dana wrote at 9:30:" or "... wrote -- only after X:" is
 # the person's own text.
 _ATTRIBUTION = re.compile(rf"(.*?)\b{_ATTRIBUTION_VERB}(?![\w])(.*?)\s?:")  # as clients write
-_ADDRESS = re.compile(r"\(?<[^<>\s@]+@[^<>\s]+>\)?|\[mailto:[^\]]*\]|[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_ADDRESS = re.compile(rf"\(?<[^<>\s@]+@[^<>\s]+>\)?|\[mailto:[^\]]*\]|{EMAIL_ADDRESS}")
 _DATE_WORDS_TEXT = """
     on op at am pm utc gmt cet cest um uhr à a las alle om de del el le il in в w dniu em den o
     kl
@@ -199,12 +200,12 @@ def _sender(value: str) -> bool:
 
 def _attribution(lines: list[str], i: int) -> int:
     """How many lines a real attribution at lines[i] spans ("On ... wrote:" may wrap), if
-    a quote (or nothing) follows it; else 0."""
+    a quote follows it; else 0."""
     for span in (1, 2, 3):
         joined = " ".join(line.strip() for line in lines[i : i + span])
         if len(joined) > 400 or not all(line.strip() for line in lines[i : i + span]):
             return 0
         if client_attribution(joined):  # it may wrap over 3 lines
-            rest = [line for line in lines[i + span :] if line.strip()]
-            return span if rest and quoted(rest[0]) else 0
+            following = next((line for line in lines[i + span :] if line.strip()), "")
+            return span if quoted(following) else 0
     return 0

@@ -157,11 +157,12 @@ _NOT = re.compile(r"(?<![\w!])!(?=[\w(])")
 _STRUCK = re.compile(r"(?<!\S)(--?|\+\+?)(?=[^\s+-])([^\n]*?[^\s+-])\1(?!\S)")  # -x-, +x+
 # Someone addressed (a Slack mention, an @name), a link, an address: a reply that holds one
 # is not a plain yes. A link's trailing "?" is the reply's, not the link's.
+EMAIL_ADDRESS = r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
 _SLACK_LINK = re.compile(r"<(?:https?://|mailto:)[^|>\s]*\|([^>]*)>|<!date\^[^|>]*\|([^>]*)>")
 _REFERENCE = re.compile(
     r"<@[uw][a-z0-9]+(?:\|[^>]*)?>|<!(?:here|channel|everyone)(?:\|[^>]*)?>"
     r"|<!subteam\^[a-z0-9]+(?:\|[^>]*)?>|<(?:https?://|mailto:)[^>\s]*>"
-    r"|(?:https?://|www\.)\S*[^\s?.,!)]|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|@(?=\w)"
+    rf"|(?:https?://|www\.)\S*[^\s?.,!)]|{EMAIL_ADDRESS}|@(?=\w)"
 )
 _BEFORE_NFKC = str.maketrans({"\u037e": "?"})  # the Greek question mark; NFKC makes it ";"
 _FOLD = str.maketrans(

@@ -84,3 +84,15 @@ async def test_a_request_page_names_the_rule_it_matched(console: RunningGateway)
     text = await page(console, f"/console/requests/{await rid_of(console, 'rm-1')}")
     assert MATCHED.format("no-rm-root") in text
     assert "never rm -rf /" in text and "Your answer" not in text
+
+
+async def test_an_agent_key_does_not_open_the_rules_page(console: RunningGateway) -> None:
+    """What the rules let through is the operator's to know: an agent's bearer key is sent
+    to sign in, and sees no rule."""
+    agent = await console.new_key("default", name="the agent")
+    headers = {"Authorization": f"Bearer {agent}"}
+    async with httpx.AsyncClient(base_url=console.base_url, headers=headers) as client:
+        page = await client.get("/console/rules")
+    assert page.status_code == 303, page.text
+    assert page.headers["location"].startswith("/console/login")
+    assert "public-reads" not in page.text and "startsWith" not in page.text

@@ -41,7 +41,7 @@ async def escalate(core: Core, row: RequestRow, escalation: Escalation) -> dict[
         audit = [(AuditEvent.ESCALATED, detail), *deliveries.add(tx, row, planned)]
         request_store.add_events(tx, row.rid, audit)
 
-    await core.db.write(add_escalation)
+    await core.db.write_for(row.rid, add_escalation)
     return to_wire(row)
 
 

@@ -137,7 +137,7 @@ async def decide(core: Core, row: RequestRow, decision: Decision) -> RequestRow:
         _after_decision(conn, core, updated, decision)
         return updated, True
 
-    current, ours = await core.db.write(compare_and_set)
+    current, ours = await core.db.write_for(row.rid, compare_and_set)
     if not ours:
         raise Conflict(refusal(current))
     return current
@@ -199,7 +199,7 @@ async def submit(core: Core, row: RequestRow, decision: Decision) -> RequestRow:
         _after_decision(conn, core, decided, final)
         return decided, True
 
-    current, ours = await core.db.write(vote)
+    current, ours = await core.db.write_for(row.rid, vote)
     if current is None:
         raise NotAllowed("your answer counts for none of the people this request waits on")
     if not ours and current.status == Status.PENDING:

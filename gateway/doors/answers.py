@@ -71,7 +71,9 @@ class AnswerDoor:
     ) -> None:
         """An unclear reply decides nothing, and its words stay in the audit trail."""
         detail = {"by": responder.user_info(), "text": text[:UNCLEAR_KEPT_CHARS], "read": why}
-        await self.core.db.write(request_store.add_event, row.rid, AuditEvent.UNCLEAR_REPLY, detail)
+        await self.core.db.write_for(
+            row.rid, request_store.add_event, row.rid, AuditEvent.UNCLEAR_REPLY, detail
+        )
 
     async def refusal(self, rid: str, responder: Responder) -> Refused | None:
         found = await self._answerable(rid, responder)

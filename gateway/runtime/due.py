@@ -32,7 +32,7 @@ async def fire(core: Core, job: JobRow) -> None:
     if payload["timer"] == Timer.EXPIRE:
         await _expire(core, row, payload)
     elif payload["timer"] == Timer.REMIND:
-        await core.db.write(deliveries.queue_reminders, row.rid, payload["number"])
+        await core.db.write_for(row.rid, deliveries.queue_reminders, row.rid, payload["number"])
     else:
         await _escalate(core, row, payload["target"])
 
@@ -63,4 +63,4 @@ async def _escalate(core: Core, row: RequestRow, ref: str) -> None:
         escalated = (AuditEvent.ESCALATED, {"target": ref})
         request_store.add_events(tx, row.rid, [escalated, *deliveries.add(tx, current, planned)])
 
-    await core.db.write(add)
+    await core.db.write_for(row.rid, add)

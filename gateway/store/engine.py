@@ -249,6 +249,13 @@ class Database:
         result: T = await self._writer.submit(_bind(fn, args, kwargs))
         return result
 
+    async def write_for(self, key: str, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """`write`, for a write that touches one request's rows: `key` is its rid (or, for a
+        create, its project and call_id). Writes with one key run on one writer thread, in
+        the order they came, so two threads never wait on each other for that request."""
+        result: T = await self._writer.submit(_bind(fn, args, kwargs), key)
+        return result
+
     @property
     def writer(self) -> Writer:
         """The group-committing writer (tests count its batches and inject failures)."""

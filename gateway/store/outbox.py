@@ -149,7 +149,7 @@ def release(conn: Connection, job_ids: list[int], worker: str) -> int:
     now = utcnow()
     query = (
         sa.update(_job)
-        .where(_job.c.id.in_(job_ids), _held_by(worker))
+        .where(_job.c.id.in_(_in_id_order(conn, job_ids, worker)))
         .values(
             status=JobStatus.PENDING,
             attempts=_job.c.attempts - 1,
@@ -164,17 +164,26 @@ def release(conn: Connection, job_ids: list[int], worker: str) -> int:
 
 def extend_leases(conn: Connection, job_ids: list[int], lease: timedelta, worker: str) -> None:
     """The worker running these jobs is alive: their leases run `lease` from now (not a
-    job another worker has taken since)."""
+    job another worker has taken since). A job another transaction holds is skipped: it is
+    being finished right now, and a renewal must never wait in a lock cycle."""
     query = (
         sa.update(_job)
-        .where(_job.c.id.in_(job_ids), _held_by(worker))
+        .where(_job.c.id.in_(_in_id_order(conn, job_ids, worker, skip_locked=True)))
         .values(locked_until=utcnow() + lease)
     )
     conn.execute(query)
 
 
-def _held_by(worker: str) -> sa.ColumnElement[bool]:
-    return sa.and_(_job.c.status == JobStatus.RUNNING, _job.c.claimed_by == worker)
+def _in_id_order(
+    conn: Connection, job_ids: list[int], worker: str, *, skip_locked: bool = False
+) -> sa.ScalarSelect[int]:
+    """`worker`'s running jobs among `job_ids`, locked in id order on PostgreSQL (every
+    statement that locks several jobs takes them in one order: no deadlock among them)."""
+    held = sa.and_(_job.c.status == JobStatus.RUNNING, _job.c.claimed_by == worker)
+    pick = sa.select(_job.c.id).where(_job.c.id.in_(job_ids), held).order_by(_job.c.id)
+    if conn.dialect.name == "postgresql":
+        pick = pick.with_for_update(skip_locked=skip_locked)
+    return pick.scalar_subquery()
 
 
 def next_due_at(conn: Connection) -> datetime | None:

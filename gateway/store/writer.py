@@ -6,15 +6,29 @@ one that raises anyway is undone alone (the batch is rolled back and run again w
 and its caller gets the error. The batch then commits once; only after the commit is durable
 does any caller get its answer. If the commit (or the batch's transaction) fails, every
 caller in the batch gets the error and nothing of the batch is stored.
+
+On PostgreSQL several writer threads commit at once, so their transactions must never wait
+on each other in a cycle (a deadlock costs `deadlock_timeout`, a second, for every write of
+both batches):
+- a write names the request it touches (`key`); writes with one key always go to the same
+  thread, so two threads never hold one request's rows;
+- a batch runs its writes in key order (other processes' batches do too), and keyless writes
+  last, so two batches that do share rows take their locks in one order;
+- a batch that meets a deadlock or a serialization failure anyway (another process, a
+  keyless write) is rolled back, which undid all of it, and run again: no caller sees it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import queue
+import random
 import threading
+import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +41,9 @@ from gateway.store.changes import Changes, collect
 log = logging.getLogger(__name__)
 
 MAX_BATCH = 256  # writes per transaction: enough to share a commit, small enough to stay short
+CONFLICT_RETRIES = 8  # a batch that met a deadlock runs again this many times at most
+# SQLSTATEs of a transaction the database rolled back to break a cycle: nothing of it stayed.
+CONFLICTS = frozenset({"40P01", "40001"})  # deadlock_detected, serialization_failure
 
 
 @dataclass
@@ -34,6 +51,7 @@ class Op:
     call: Callable[[Connection], Any]
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future[Any]
+    key: str | None = None
     result: Any = None
     error: BaseException | None = None
     changes: Changes = field(default_factory=Changes)
@@ -63,14 +81,18 @@ class Writer:
         self._engine = engine
         self._hooks = hooks
         self._on_commit = on_commit
-        self._queue: queue.SimpleQueue[Op | None] = queue.SimpleQueue()
+        self._queues: list[queue.SimpleQueue[Op | None]] = [
+            queue.SimpleQueue() for _ in range(threads)
+        ]
+        self._spread = itertools.count()  # keyless writes take the threads in turn
         self.batches = 0  # transactions committed (tests check that writes share them)
+        self.conflicts = 0  # batches run again after a deadlock (tests read it)
         self._fault: tuple[int, BaseException] | None = None  # (fewest writes, error)
         self._closed = False
         self._closing = threading.Lock()  # a write is queued before close()'s ends, or refused
         self._threads = [
-            threading.Thread(target=self._work, name=f"db-writer-{n}", daemon=True)
-            for n in range(threads)
+            threading.Thread(target=self._work, args=(q,), name=f"db-writer-{n}", daemon=True)
+            for n, q in enumerate(self._queues)
         ]
         for thread in self._threads:
             thread.start()
@@ -79,47 +101,37 @@ class Writer:
     def threads(self) -> int:
         return len(self._threads)
 
-    async def submit(self, call: Callable[[Connection], Any]) -> Any:
+    async def submit(self, call: Callable[[Connection], Any], key: str | None = None) -> Any:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
         with self._closing:
             if self._closed:  # queued behind the threads' ends, it would wait for ever
                 raise RuntimeError("the database writer is closed")
-            self._queue.put(Op(call, loop, future))
+            self._queues[self.thread_of(key)].put(Op(call, loop, future, key))
         return await future
+
+    def thread_of(self, key: str | None) -> int:
+        """The writer thread a write with this key runs on (the same one every time)."""
+        if key is None:
+            return next(self._spread) % len(self._queues)
+        return zlib.crc32(key.encode()) % len(self._queues)
 
     def close(self) -> None:
         """Commit every write queued so far, then end the threads."""
         with self._closing:
             self._closed = True
-            for _thread in self._threads:
-                self._queue.put(None)
+            for each in self._queues:
+                each.put(None)
         for thread in self._threads:
             thread.join(timeout=10)
 
-    def _work(self) -> None:
+    def _work(self, source: queue.SimpleQueue[Op | None]) -> None:
         conn: Connection | None = None
-        while (batch := self._next_batch()) is not None:
+        while (batch := _next_batch(source)) is not None:
             conn = self._run(conn, batch)
         if conn is not None:
             with contextlib.suppress(Exception):  # it may have died with the database
                 conn.close()
-
-    def _next_batch(self) -> list[Op] | None:
-        first = self._queue.get()
-        if first is None:
-            return None
-        batch = [first]
-        while len(batch) < MAX_BATCH:
-            try:
-                op = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            if op is None:  # closing: finish this batch, then let the next get() see it
-                self._queue.put(None)
-                break
-            batch.append(op)
-        return batch
 
     def _run(self, conn: Connection | None, batch: list[Op]) -> Connection | None:
         """Run the batch; returns the connection to keep for the next one. A connection the
@@ -134,8 +146,7 @@ class Writer:
                 _fail(batch, error)
                 return None
             try:
-                while batch:
-                    batch = self._attempt(conn, batch)
+                self._run_until_done(conn, batch)
                 return conn
             except _Dropped as dropped:
                 conn.invalidate()
@@ -143,6 +154,21 @@ class Writer:
                 if retry:
                     _fail(batch, dropped.error)
         return None
+
+    def _run_until_done(self, conn: Connection, batch: list[Op]) -> None:
+        conflicts = 0
+        while batch:
+            try:
+                batch = self._attempt(conn, batch)
+            except _Conflict as conflict:
+                conflicts += 1
+                self.conflicts += 1
+                if conflicts > CONFLICT_RETRIES:
+                    log.warning("a batch of %d writes met %d deadlocks", len(batch), conflicts)
+                    _fail(batch, conflict.error)
+                    return
+                log.info("a batch of %d writes met a deadlock; running it again", len(batch))
+                time.sleep(random.uniform(0, 0.005 * conflicts))  # let the other one finish
 
     def _attempt(self, conn: Connection, batch: list[Op]) -> list[Op]:
         """Run the batch in one transaction and commit it. Writes do not raise for expected
@@ -158,11 +184,18 @@ class Writer:
                 op.changes = Changes()
                 if not _run_one(conn, op):
                     _raw(conn, "ROLLBACK")
+                    if _is_conflict(op.error):  # the database's doing, not the write's
+                        raise _Conflict(op.error)
                     _deliver([op], Changes(), self._on_commit)
                     return batch[:index] + batch[index + 1 :]
                 changes.merge(op.changes)
             self._commit(conn, changes, len(batch))
+        except _Conflict:
+            raise
         except Exception as error:  # BEGIN, COMMIT or ROLLBACK failed: so does the batch
+            if _is_conflict(error):  # COMMIT of a serializable transaction: all undone
+                _rollback(conn)
+                raise _Conflict(error) from error
             if not begun and isinstance(error, OperationalError) and error.connection_invalidated:
                 raise _Dropped(error) from error
             log.warning("a batch of %d writes failed: %s", len(batch), error)
@@ -196,12 +229,45 @@ class Writer:
 
     def pending(self) -> int:
         """Writes queued and not yet taken into a batch."""
-        return self._queue.qsize()
+        return sum(each.qsize() for each in self._queues)
+
+
+def _next_batch(source: queue.SimpleQueue[Op | None]) -> list[Op] | None:
+    """The writes queued for one thread, in lock order: by key (stable: one request's writes
+    keep their order), keyless ones last."""
+    first = source.get()
+    if first is None:
+        return None
+    batch = [first]
+    while len(batch) < MAX_BATCH:
+        try:
+            op = source.get_nowait()
+        except queue.Empty:
+            break
+        if op is None:  # closing: finish this batch, then let the next get() see it
+            source.put(None)
+            break
+        batch.append(op)
+    batch.sort(key=lambda op: (op.key is None, op.key or ""))
+    return batch
+
+
+def _is_conflict(error: BaseException | None) -> bool:
+    """The database rolled the transaction back to break a deadlock (or a serialization
+    conflict): running it again is safe, and will most likely succeed."""
+    return getattr(getattr(error, "orig", None), "sqlstate", None) in CONFLICTS
+
+
+class _Conflict(Exception):
+    def __init__(self, error: BaseException | None) -> None:
+        super().__init__(str(error))
+        self.error = error or RuntimeError("a transaction conflict")
 
 
 def _run_one(conn: Connection, op: Op) -> bool:
     """Run one write, recording what it changes; False when it raised (its error kept)."""
     collect(conn, op.changes)
+    op.error = None  # from an attempt the database rolled back (a deadlock)
     try:
         op.result = op.call(conn)
     except Exception as error:

@@ -352,6 +352,7 @@ def gateway_server(
             "GATEWAY_SECRET_KEY": SECRET_KEY,
             "GATEWAY_WEBHOOK_ALLOW_PRIVATE": "true",
             "GATEWAY_LOG_LEVEL": "warning",
+            "GATEWAY_CREATES_PER_SECOND": "0",  # one key creates thousands a second here
             "GATEWAY_CONFIG": "",
         }
         process = GatewayProcess(workdir, env=env)

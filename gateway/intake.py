@@ -74,6 +74,7 @@ def _plan(core: Core, caller: Caller, kind: Kind, body: Incoming) -> Plan:
         key_target=caller.key.target,
         project=configured,
         project_target=project_target,
+        max_targets=core.settings.max_targets,
     )
 
 
@@ -156,7 +157,7 @@ async def create(core: Core, caller: Caller, kind: Kind, body: Incoming) -> dict
             webhooks.enqueue_completed(tx, row, core.settings.webhook_delays)
         return row
 
-    stored = await core.db.write(insert)
+    stored = await core.db.write_for(f"{caller.project_id}/{body.call_id}", insert)
     if stored is not row:  # the same call_id again: the stored record, if the body is the same
         return to_wire(_same_request(stored, kind, body_hash))
     return to_wire(row, spec=spec, route=route_wire)

@@ -19,6 +19,8 @@ class Settings(EnvSettings):
 
     host: str = "127.0.0.1"
     port: int = Field(default=8080, ge=0, le=65535)
+    # Processes serving the port (`gateway serve --workers N`); more than 1 needs PostgreSQL.
+    workers: int = Field(default=1, ge=1, le=64)
     database_url: str = "sqlite+aiosqlite:///./data/gateway.db"
     config: Path | None = None
     secret_key: SecretStr | None = None
@@ -28,6 +30,18 @@ class Settings(EnvSettings):
     # (comma-separated, e.g. "example.com,ops.example.com"); nobody else.
     email_allowed_domains: str = ""
     max_body_bytes: int = Field(default=2 * 1024 * 1024, ge=1024)
+    # Limits (README "Limits"); each is refused with a 422 or 429 that names its setting.
+    # Targets one request may contact, after routing (a team or person counts per channel).
+    max_targets: int = Field(default=50, ge=1, le=10_000)
+    # Channels in one request's spec.channel: the channel itself and each any_of/all_of branch.
+    max_policy_nodes: int = Field(default=100, ge=1, le=10_000)
+    # Creates per API key (a token bucket in each process): this many a second on average,
+    # and this many at once; 0 a second: no limit.
+    creates_per_second: float = Field(default=50.0, ge=0)
+    create_burst: int = Field(default=1000, ge=1)
+    # MCP sessions one API key may hold open in a process, and how long an idle one lives.
+    mcp_sessions_per_key: int = Field(default=100, ge=1)
+    mcp_session_idle_seconds: float = Field(default=300.0, gt=0)
     log_level: str = "info"
     # `json`: one JSON object per line (time, level, logger, message, request_id, exception).
     log_format: Literal["text", "json"] = "text"

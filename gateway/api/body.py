@@ -165,6 +165,10 @@ class StrictJSONRequest(Request):
                 raise refusal(error) from None
         return self._json
 
+    def parsed(self) -> Any:
+        """The body's JSON once FastAPI has read it (None before, or if it was not JSON)."""
+        return getattr(self, "_json", None)
+
 
 class StrictJSONRoute(APIRoute):
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:

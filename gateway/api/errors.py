@@ -8,6 +8,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
+from gateway.api.limits import RateLimited
 from gateway.errors import GatewayError, InvalidInput, Unauthorized
 from gateway.store.errors import UNAVAILABLE
 
@@ -37,6 +38,8 @@ async def on_gateway_error(_request: Request, error: Exception) -> JSONResponse:
         detail = [{"type": "value_error", "loc": ["body"], "msg": str(error)}]
         return JSONResponse({"detail": detail}, status_code=422)
     headers = {"WWW-Authenticate": "Bearer"} if isinstance(error, Unauthorized) else None
+    if isinstance(error, RateLimited):
+        headers = {"Retry-After": str(error.retry_after)}
     return JSONResponse({"detail": str(error)}, status_code=error.status_code, headers=headers)
 
 

@@ -2,8 +2,9 @@
 
 Liveness touches nothing but the event loop: a database outage must not get a healthy
 process restarted. Readiness says whether this replica can serve now: the database answers
-and its schema is the latest. Channel states are reported but never make a replica unready:
-a platform outage leaves the API serving (README: "No platform can take the API down").
+and its schema is the latest. Channel states are reported (to an admin key or the metrics
+token: they name hosts and errors) but never make a replica unready: a platform outage
+leaves the API serving (README: "No platform can take the API down").
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 
-from gateway.api.auth import CoreDep
+from gateway.api.auth import CoreDep, find_caller
 from gateway.core import Core
 from gateway.errors import Unauthorized
 from gateway.runtime.channel_states import channel_states
@@ -27,6 +28,7 @@ from gateway.store import migrate, utcnow
 from gateway.store.engine import ping
 from gateway.store.errors import DatabaseError
 from gateway.store.metrics import Snapshot, snapshot
+from gateway.vocabulary import KeyScope
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -34,16 +36,20 @@ T = TypeVar("T")
 READY_SECONDS = 2.0  # a database slower than this to answer SELECT 1 is not ready
 METRICS_SECONDS = 10.0
 OK = "ok"
+NOT_CHECKED = "not checked"  # a check after one that failed: not a failure of its own
 
 router = APIRouter()  # /readyz and /metrics, at the root (/healthz: gateway.api.routes)
 
 
 class Readiness(BaseModel):
-    """`ready` or `not ready`; each check is `ok` or why not; every channel's state."""
+    """`ready` or `not ready` and the names of the checks that failed. With an admin key or
+    GATEWAY_METRICS_TOKEN also each check's answer and every channel's state, which name
+    hosts, errors and missing settings."""
 
     status: str
-    checks: dict[str, str]
-    channels: list[dict[str, Any]]
+    failed: list[str]
+    checks: dict[str, str] | None = None
+    channels: list[dict[str, Any]] | None = None
     detail: str | None = None  # 503 only: what is not ready
 
 
@@ -81,29 +87,52 @@ def _flight(request: Request, name: str, within: float) -> SingleFlight[Any]:
 
 
 READINESS: dict[int | str, dict[str, Any]] = {
-    503: {"model": Readiness, "description": "Not ready: `detail` and `checks` say why"}
+    503: {"model": Readiness, "description": "Not ready: `failed` names the checks"}
 }
 
 
 @router.get("/readyz", tags=["health"], response_model=Readiness, responses=READINESS)
 async def readyz(request: Request, core: CoreDep) -> JSONResponse:
     """Readiness: the database answers within 2 s and its schema is the latest migration.
-    Each channel's state (and owner) is reported and does not make the replica unready."""
+    Anyone sees the status and which checks failed; an admin key or GATEWAY_METRICS_TOKEN
+    (as a Bearer) also sees why, and each channel's state, which never makes it unready."""
     try:
         flight = _flight(request, "readiness", READY_SECONDS)
         checks = await flight.run(lambda: database_checks(core))
     except TimeoutError:
-        checks = {"database": f"no answer within {READY_SECONDS:g} s", "schema": "not checked"}
+        checks = {"database": f"no answer within {READY_SECONDS:g} s", "schema": NOT_CHECKED}
     failing = {name: why for name, why in checks.items() if why != OK}
-    body = Readiness(
-        status="not ready" if failing else "ready",
-        checks=checks,
-        channels=[state.to_dict() for state in channel_states(core.channels)],
-        detail="; ".join(f"{name}: {why}" for name, why in failing.items()) or None,
-    )
+    detail = "; ".join(f"{name}: {why}" for name, why in failing.items()) or None
     if failing:
-        log.warning("not ready: %s", body.detail)
+        log.warning("not ready: %s", detail)
+    failed = [name for name, why in failing.items() if why != NOT_CHECKED]
+    body = Readiness(status="not ready" if failing else "ready", failed=failed)
+    if await _shows_details(request, core):
+        body.checks, body.detail = checks, detail
+        body.channels = [state.to_dict() for state in channel_states(core.channels)]
     return JSONResponse(body.model_dump(exclude_none=True), status_code=503 if failing else 200)
+
+
+async def _shows_details(request: Request, core: Core) -> bool:
+    """Whether the Bearer is GATEWAY_METRICS_TOKEN or an admin key. Any other (or none) sees
+    no details and still gets the status: a probe never fails for its credentials."""
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        return False
+    metrics_token = core.settings.metrics_token
+    if metrics_token is not None and _same(token, metrics_token.get_secret_value()):
+        return True
+    try:  # the key cache answers without the database; else the lookup gets the probe's bound
+        async with asyncio.timeout(READY_SECONDS):
+            caller = await find_caller(core, token)
+    except (Unauthorized, DatabaseError, TimeoutError):
+        return False
+    return KeyScope(caller.key.scope).allows(KeyScope.ADMIN)
+
+
+def _same(given: str, expected: str) -> bool:
+    return hmac.compare_digest(given.encode(), expected.encode())
 
 
 async def database_checks(core: Core) -> dict[str, str]:
@@ -111,7 +140,7 @@ async def database_checks(core: Core) -> dict[str, str]:
     try:
         await core.db.read(ping)
     except DatabaseError as error:
-        return {"database": f"unreachable ({type(error).__name__})", "schema": "not checked"}
+        return {"database": f"unreachable ({type(error).__name__})", "schema": NOT_CHECKED}
     try:
         behind = await migrate.schema_behind(core.db)
     except DatabaseError as error:
@@ -128,8 +157,7 @@ async def prometheus(request: Request, core: CoreDep) -> Response:
         raise HTTPException(status_code=404, detail="Not Found")
     if settings.metrics_token is not None:
         expected = f"Bearer {settings.metrics_token.get_secret_value()}"
-        given = request.headers.get("authorization", "")
-        if not hmac.compare_digest(given.encode(), expected.encode()):
+        if not _same(request.headers.get("authorization", ""), expected):
             raise Unauthorized("GET /metrics needs 'Authorization: Bearer <GATEWAY_METRICS_TOKEN>'")
     from gateway.runtime import metrics  # prometheus_client costs every CLI command 40 ms otherwise
 

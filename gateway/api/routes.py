@@ -10,6 +10,7 @@ from gateway import __version__, escalation, intake
 from gateway.answers import respond
 from gateway.api.auth import AdminDep, CallerDep, ResponderDep
 from gateway.api.body import StrictJSONRoute
+from gateway.api.limits import CreatorDep
 from gateway.api.statuses import AUTHENTICATED, CREATE, DECIDE, ESCALATE, HEALTH, LIST, READ_ONE
 from gateway.lifecycle import Kind, Status
 from gateway.wire.models import (
@@ -49,7 +50,7 @@ Wire = dict[str, Any]
 
 
 @router.post("/function_calls", tags=["function calls"], responses=CREATE)
-async def create_function_call(body: FunctionCallIn, caller: CallerDep) -> Wire:
+async def create_function_call(body: FunctionCallIn, caller: CreatorDep) -> Wire:
     return await intake.create(caller.core, caller, Kind.FUNCTION_CALL, body)
 
 
@@ -112,7 +113,7 @@ async def pending_function_calls(caller: CallerDep, limit: Limit = 100, offset: 
 
 @router.post("/contact_requests", tags=["human contacts"], responses=CREATE)
 @router.post("/human_contacts", tags=["human contacts"], responses=CREATE)
-async def create_human_contact(body: HumanContactIn, caller: CallerDep) -> Wire:
+async def create_human_contact(body: HumanContactIn, caller: CreatorDep) -> Wire:
     return await intake.create(caller.core, caller, Kind.HUMAN_CONTACT, body)
 
 

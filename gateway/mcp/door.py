@@ -7,7 +7,9 @@ A session lives in this process: after a restart the client opens a new one (the
 404 to an unknown session, as the MCP spec asks), and pending tickets live on in the
 database. Several replicas need the load balancer to keep a session on one replica
 (affinity on the Mcp-Session-Id header). Clients of protocol 2026-07-28 need no session: each
-POST stands alone and names its client in `_meta`."""
+POST stands alone and names its client in `_meta`. Each API key may hold
+GATEWAY_MCP_SESSIONS_PER_KEY sessions here (`gateway.mcp.sessions`); one with no request in
+flight for GATEWAY_MCP_SESSION_IDLE_SECONDS ends."""
 
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from gateway import __version__
 from gateway.api.auth import api_key
 from gateway.core import Core
 from gateway.mcp import tools
+from gateway.mcp.sessions import SessionLedger, SessionLimit
 
 INSTRUCTIONS = (
     "A human-in-the-loop gateway. Before a risky or irreversible action, call "
@@ -77,11 +80,15 @@ class McpDoor:
         # DNS-rebinding protection guards servers that trust the caller's network; this one
         # trusts only a Bearer key, which a rebound browser page does not have, and is reached
         # under whatever host name the operator gives it.
+        settings = core.settings
         self.server.streamable_http_app(
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-            max_request_body_size=core.settings.max_body_bytes,
+            max_request_body_size=settings.max_body_bytes,
+            session_idle_timeout=settings.mcp_session_idle_seconds,
         )
         self.sessions: StreamableHTTPSessionManager = self.server.session_manager
+        ledger = SessionLedger(settings.mcp_sessions_per_key, settings.mcp_session_idle_seconds)
+        self.limit = SessionLimit(self.sessions.handle_request, ledger)
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -99,4 +106,5 @@ class McpDoor:
             AccessToken(token="", client_id=f"api-key:{caller.key.id}", scopes=[])
         )
         scope = {**scope, "user": principal, tools.CALLER: caller}
-        await self.sessions.handle_request(scope, receive, send)
+        assert caller.key.id is not None  # a key read from the store
+        await self.limit(caller.key.id, scope, receive, send)

@@ -20,8 +20,10 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field, ValidationError
+from starlette.datastructures import State
 
 from gateway import intake
+from gateway.api.limits import take_create
 from gateway.core import Caller
 from gateway.errors import GatewayError
 from gateway.lifecycle import Kind
@@ -228,6 +230,7 @@ async def _create(
     except ValidationError as error:
         raise ToolError(_explain(error, tool)) from None
     with _as_tool_errors():
+        take_create(_app_state(ctx), caller)  # the same buckets as the HTTP API's creates
         wire = await intake.create(caller.core, caller, kind, incoming)
         if wire["gateway_status"] != "pending" or not wait:
             return wire
@@ -248,6 +251,14 @@ def _caller(ctx: Context) -> Caller:
     if not isinstance(caller, Caller):  # only reachable by mounting the server without the door
         raise ToolError("not authenticated: send 'Authorization: Bearer <api key>'")
     return caller
+
+
+def _app_state(ctx: Context) -> State:
+    """The gateway app's state (the door's request carries the app, as any request does)."""
+    request = ctx.request_context.request
+    assert request is not None  # _caller found the door's caller in it
+    state: State = request.app.state
+    return state
 
 
 def _client(ctx: Context) -> tuple[str | None, str | None]:

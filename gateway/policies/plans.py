@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from typing import TypeVar
 
 from gateway.conditions import Facts
+from gateway.errors import InvalidInput
 from gateway.policies.evaluator import Group, Leaf, Mode, Node
 from gateway.routing import (
     DelayedTarget,
@@ -82,15 +83,18 @@ class Plan:
 class _Builder:
     """Collects targets while a policy tree is built over them."""
 
-    def __init__(self, config: RoutingConfig, project: str) -> None:
+    def __init__(self, config: RoutingConfig, project: str, max_targets: int | None) -> None:
         self.config = config
         self.project = project
+        self.max_targets = max_targets
         self.targets: list[Target] = []
         self.teams: list[str] = []  # teams named, for their timing settings
 
     def leaves(self, targets: list[Target]) -> list[Node]:
         start = len(self.targets)
         self.targets += targets
+        if self.max_targets is not None and len(self.targets) > self.max_targets:
+            raise _too_many_targets(self.max_targets)  # at once: the rest is never built
         return [Leaf(start + offset) for offset in range(len(targets))]
 
     def ref(self, ref: str, via: str, delay: float = 0.0, required: int | None = None) -> Node:
@@ -147,6 +151,14 @@ class _Builder:
         return _group(mode, nodes, delay, channel.approvals_required or 1)
 
 
+def _too_many_targets(limit: int) -> InvalidInput:
+    return InvalidInput(
+        f"this request would contact more than {limit} targets (its channels, and each "
+        f"channel of the teams and people it or the routing rules name); at most {limit} "
+        "are allowed per request (GATEWAY_MAX_TARGETS)"
+    )
+
+
 def _group(mode: Mode, nodes: list[Node], delay: float, required: int) -> Node:
     """A group, or its only child when the group would add nothing."""
     if len(nodes) == 1 and required == 1:
@@ -169,11 +181,13 @@ def plan(
     key_target: str | None,
     project: ProjectConfig | None,
     project_target: str | None,
+    max_targets: int | None = None,
 ) -> Plan:
+    """The request's plan; InvalidInput once it would contact more than `max_targets`."""
     matched = config.first_match(facts)
     if matched is not None and matched[0].decide is not None:  # before the agent's channel:
         return Plan([], [], None, rule=matched[0], rule_label=matched[1])  # nobody is asked
-    builder = _Builder(config, facts.project)
+    builder = _Builder(config, facts.project, max_targets)
     rule, label = matched or (None, None)
     root = builder.channel(channel) if channel is not None else None
     timed_by = builder.teams  # the teams whose timing applies: the agent's, without a rule

@@ -53,7 +53,7 @@ async def test_a_method_the_path_lacks_is_405_listing_every_method(
 
 
 EXPECTED = {
-    ("post", "/humanlayer/v1/function_calls"): {200, 401, 409, 413, 422, 503},
+    ("post", "/humanlayer/v1/function_calls"): {200, 401, 409, 413, 422, 429, 503},
     ("get", "/humanlayer/v1/function_calls"): {200, 401, 422, 503},
     ("get", "/humanlayer/v1/function_calls/{call_id}"): {200, 401, 404, 422, 503},
     ("post", "/humanlayer/v1/agent/function_calls/{call_id}/respond"): {

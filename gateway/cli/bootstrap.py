@@ -60,8 +60,28 @@ def _check_person(core: Core, scope: KeyScope, person: str) -> None:
         raise InvalidInput(f"unknown person {person!r}; known people: {known}")
 
 
-async def first_start(core: Core) -> NewKey | None:
-    """On an empty database, create the `default` project and its first key."""
+@dataclass(frozen=True)
+class FirstStart:
+    key: NewKey | None = None  # made by this process: show it
+    raced: bool = False  # another process starting at the same moment made the first key
+
+
+async def first_start(core: Core) -> FirstStart:
+    """On an empty database, create the `default` project and its first key: in one
+    process only, however many start at once on it."""
     if await core.db.read(project_store.count_keys):
-        return None
-    return await create_key(core, project=DEFAULT_PROJECT, name="first key")
+        return FirstStart()
+    key = new_api_key()
+    key_id = await core.db.write(
+        project_store.insert_first_key,
+        DEFAULT_PROJECT,
+        name="first key",
+        key_hash=hash_api_key(key),
+        prefix=key[:12],
+        target=None,
+        scope=KeyScope.AGENT.value,
+        person=None,
+    )
+    if key_id is None:
+        return FirstStart(raced=True)
+    return FirstStart(NewKey(key=key, project=DEFAULT_PROJECT, id=key_id))

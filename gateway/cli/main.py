@@ -7,6 +7,7 @@ import asyncio
 import gc
 import getpass
 import json
+import socket
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -17,7 +18,7 @@ from channels.slack.manifest import manifest
 from channels.web.auth import console_people, create_sign_in_link, hash_password
 from gateway.answers import decisions, respond
 from gateway.app import Server, build_core, create_app
-from gateway.cli import bootstrap, claude_hook, rules
+from gateway.cli import bootstrap, claude_hook, rules, workers
 from gateway.cli.checks import run_checks
 from gateway.cli.webhook_ping import send_test_event
 from gateway.core import Core
@@ -59,13 +60,27 @@ def _with_core(command: Command) -> Callable[[Settings, argparse.Namespace], int
 
 
 def serve(settings: Settings, args: argparse.Namespace) -> int:
+    host = args.host or settings.host
+    port = args.port if args.port is not None else settings.port
+    if args.listen_fd is not None:  # one of `--workers N`: the parent did the rest
+        return _run_server(settings, host, port, workers.inherited_socket(args.listen_fd))
+    count = args.workers or settings.workers
+    if (why := workers.refusal(settings, count)) is not None:
+        print(f"error: {why}", file=sys.stderr)
+        return 2
+    _with_core(_first_start)(settings, args)  # its own event loop, before uvicorn's
+    if count > 1:
+        sock = workers.listen(host, port)
+        print(f"hitl-gateway listening on http://{host}:{port} ({count} workers)", flush=True)
+        return workers.Workers(sock, count, host, port).run()
+    print(f"hitl-gateway listening on http://{host}:{port}", flush=True)
+    return _run_server(settings, host, port)
+
+
+def _run_server(settings: Settings, host: str, port: int, sock: socket.socket | None = None) -> int:
     import uvicorn
     from uvicorn.config import STARTUP_FAILURE
 
-    host = args.host or settings.host
-    port = args.port if args.port is not None else settings.port
-    _with_core(_first_start)(settings, args)  # its own event loop, before uvicorn's
-    print(f"hitl-gateway listening on http://{host}:{port}", flush=True)
     install_access_log_filter()  # tokens in request targets never reach the access log
     core = build_core(settings)
     config = uvicorn.Config(
@@ -77,13 +92,19 @@ def serve(settings: Settings, args: argparse.Namespace) -> int:
         timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
     )
     server = Server(config, core)
-    server.run()
+    server.run(sockets=None if sock is None else [sock])
     return 0 if server.started else STARTUP_FAILURE  # as uvicorn.run ends
 
 
 async def _first_start(core: Core, args: argparse.Namespace) -> int:
-    created = await bootstrap.first_start(core)
-    if created is not None:
+    started = await bootstrap.first_start(core)
+    if started.raced:
+        print(
+            "First start: another gateway process on this database created the first API key "
+            "and printed it; `gateway keys create` makes more.",
+            flush=True,
+        )
+    if (created := started.key) is not None:
         host = args.host or core.settings.host
         port = args.port if args.port is not None else core.settings.port
         print("First start: created project 'default' and an API key (shown only once).")
@@ -288,6 +309,10 @@ def _parser() -> argparse.ArgumentParser:
     p = commands.add_parser("serve", help="run the gateway (applies migrations first)")
     p.add_argument("--host")
     p.add_argument("--port", type=int)
+    p.add_argument(
+        "--workers", type=int, help="processes serving the port (GATEWAY_WORKERS; PostgreSQL)"
+    )
+    p.add_argument(workers.SOCKET_ARG, type=int, help=argparse.SUPPRESS)  # a worker's socket
     p.set_defaults(run=serve)
 
     keys = commands.add_parser("keys", help="API keys").add_subparsers(dest="action", required=True)

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+# Fixed keys of the transaction-level locks that make start-up safe to run N at once.
+MIGRATIONS = 0x6877_6D69_6772_6174  # the first process migrates; the rest wait, find it done
+FIRST_KEY = 0x6877_6669_7273_746B  # exactly one process makes (and prints) the first key
+
 # Who holds advisory locks on this database, other than us: a bigint key shows in pg_locks
 # as classid (its high 32 bits) and objid (its low 32 bits), with objsubid 1.
 _HOLDERS = """
@@ -15,6 +19,13 @@ WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
   AND l.pid <> pg_backend_pid()
 """
 _TRY = "SELECT k, pg_try_advisory_lock(k) FROM unnest($1::bigint[]) AS k"
+
+
+def take_for_transaction(conn: Any, key: int) -> None:
+    """On PostgreSQL, wait for the lock `key`, held until this transaction ends (SQLite: the
+    transaction's BEGIN IMMEDIATE already excludes every other process's writer)."""
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({key})")
 
 
 async def try_locks(conn: Any, keys: list[int]) -> list[int]:

@@ -8,7 +8,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
-from gateway.store import tables
+from gateway.store import locks, tables
 from gateway.store.changes import keys_changed
 from gateway.store.rows import ApiKeyRow, EndpointRow, ProjectRow
 from gateway.store.values import dumps, utcnow
@@ -82,6 +82,15 @@ def insert_project_key(conn: Connection, project: str, **key: Any) -> int:
     row = ensure_project(conn, project)
     assert row.id is not None
     return insert_key(conn, project_id=row.id, **key)
+
+
+def insert_first_key(conn: Connection, project: str, **key: Any) -> int | None:
+    """`insert_project_key`, on a database with no key yet; None when it has one (another
+    process starting at the same moment made it)."""
+    locks.take_for_transaction(conn, locks.FIRST_KEY)
+    if count_keys(conn):
+        return None
+    return insert_project_key(conn, project, **key)
 
 
 # Built once: every API request runs it, and building a statement costs more than running it.

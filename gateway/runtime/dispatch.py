@@ -2,6 +2,9 @@
 
 Delivery is at least once. A crash between the side effect and its record leaves the job
 claimable again, so every handler is idempotent (a send checks whether it already happened).
+Jobs are claimed as run slots free up, and each runs on its own: one that waits (a paced
+channel's turn, a slow receiver) gives its slot back, so that it holds up no other job
+(`gateway.outbox.lanes`).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from gateway.core import Core
 from gateway.errors import ChannelDown, DeliveryError
 from gateway.lifecycle import Status
 from gateway.outbox import deliveries, webhooks
+from gateway.outbox.lanes import Deferred, Lanes, Slots, lane_of
 from gateway.runtime import due
 from gateway.runtime.channel_states import connected
 from gateway.runtime.retry import RetryPolicy
@@ -59,13 +63,15 @@ class Dispatcher:
     ) -> None:
         self.core = core
         self.http = http
-        self.batch = batch
         self.channel_policy = channel_policy or RetryPolicy(
             base=core.settings.channel_retry_base_seconds
         )
         self.webhook_policy = webhook_policy or RetryPolicy(schedule=core.settings.webhook_delays)
         self._stopping = asyncio.Event()
         self._held: set[int] = set()  # claimed, and their outcome not yet recorded
+        self._slots = Slots(batch)
+        self._lanes = Lanes(self._slots)
+        self._running: set[asyncio.Task[None]] = set()
         self.worker = uuid.uuid4().hex  # the name its claims are made in
         self._handlers: dict[str, Callable[[JobRow], Awaitable[Record]]] = {
             JobKind.DELIVER: self._deliver,
@@ -84,13 +90,22 @@ class Dispatcher:
         try:
             while not self._stopping.is_set() and not self.core.stopping.is_set():
                 try:
-                    if await self.run_once() == 0:
-                        await self._idle()
+                    await self._fill()
                 except Exception:
                     log.exception("outbox worker error; retrying shortly")
                     await self._sleep(self.core.settings.outbox_poll_seconds)
+            if self._running:  # finish() cancels this wait after its grace period
+                await asyncio.wait(self._running)
         finally:
             renewing.cancel()
+            await self._cancel_running()
+
+    async def _cancel_running(self) -> None:
+        """Their jobs stay held: finish() hands them back."""
+        running = list(self._running)
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
 
     async def _renew_leases(self) -> None:
         """While jobs run here (a send may wait out a rate limit), keep their leases."""
@@ -106,6 +121,7 @@ class Dispatcher:
 
     def stop(self) -> None:
         self._stopping.set()
+        self._slots.wake()
         self.core.outbox_wakeup.set()
 
     async def finish(self, worker: asyncio.Task[None], within: float = FINISH_SECONDS) -> None:
@@ -127,17 +143,34 @@ class Dispatcher:
                 return
             log.info("outbox: handed back %d unfinished job(s) at shutdown", released)
 
-    async def run_once(self) -> int:
+    async def _fill(self) -> None:
+        """Claim due jobs into the free slots and start them; then wait for a slot to free
+        up, or (when nothing more is due) for new work or the next due time."""
+        free = self._slots.free
+        if not free:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.core.settings.outbox_poll_seconds):
+                    await self._slots.freed()
+            return
         jobs = await self.core.db.write(
             outbox_store.claim,
-            limit=self.batch,
+            limit=free,
             lease=LEASE,
             skip_locked=not self.core.db.is_sqlite,
             worker=self.worker,
         )
-        self._held.update(job.id for job in jobs if job.id is not None)
-        await asyncio.gather(*(self._run(job) for job in jobs))
-        return len(jobs)
+        for job in jobs:
+            self._start(job)
+        if len(jobs) < free:
+            await self._idle()
+
+    def _start(self, job: JobRow) -> None:
+        assert job.id is not None
+        self._held.add(job.id)
+        self._slots.take(job.id)
+        task = asyncio.create_task(self._run(job), name=f"outbox-job-{job.id}")
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
 
     async def _idle(self) -> None:
         timeout = self.core.settings.outbox_poll_seconds
@@ -156,9 +189,10 @@ class Dispatcher:
         assert job.id is not None
         try:
             await self._attempt(job)
-        except Exception:
-            self._held.discard(job.id)  # its outcome could not be recorded: its lease runs out
-            raise
+        except Exception:  # its outcome could not be recorded: its lease runs out
+            log.exception("outbox job %s (%s): its outcome was not recorded", job.id, job.kind)
+        finally:
+            self._slots.give_back(job.id)
         self._held.discard(job.id)  # not reached when cancelled: finish() hands it back
 
     async def _attempt(self, job: JobRow) -> None:
@@ -169,6 +203,8 @@ class Dispatcher:
             await self._endpoint_gone(job, str(gone))
         except ChannelDown as down:
             await self._wait_for_channel(job, down)
+        except Deferred as deferred:
+            await self._defer(job, deferred.seconds)
         except DeliveryError as error:
             await self._failed(job, error)
         except Exception as error:  # a bug or an unmapped SDK error: retry, never lose the job
@@ -183,7 +219,14 @@ class Dispatcher:
                 record(conn)
                 outbox_store.complete(conn, job_id)
 
-            await self.core.db.write(complete)
+            await self._write(job, complete)
+
+    async def _write(self, job: JobRow, record: Record) -> None:
+        """A job's outcome, on the writer thread of its request (its rows are that request's)."""
+        if job.rid is None:
+            await self.core.db.write(record)
+        else:
+            await self.core.db.write_for(job.rid, record)
 
     async def _failed(self, job: JobRow, error: DeliveryError) -> None:
         assert job.id is not None
@@ -202,7 +245,7 @@ class Dispatcher:
             if final and error.fallback is not None:
                 _fall_back(conn, job, Target.model_validate(error.fallback))
 
-        await self.core.db.write(record_failure)
+        await self._write(job, record_failure)
         log.warning(
             "outbox job %s (%s) failed%s: %s",
             job.id,
@@ -226,8 +269,14 @@ class Dispatcher:
             if up_meanwhile:
                 outbox_store.resume_waiting(conn, down.channel)
 
-        await self.core.db.write(record_wait)
+        await self._write(job, record_wait)
         log.info("outbox job %s (%s) waits: %s", job.id, job.kind, down)
+
+    async def _defer(self, job: JobRow, seconds: float) -> None:
+        assert job.id is not None
+        run_at = utcnow() + timedelta(seconds=seconds)
+        job_id = job.id
+        await self._write(job, lambda tx: outbox_store.defer(tx, job_id, run_at=run_at))
 
     async def _endpoint_gone(self, job: JobRow, reason: str) -> None:
         assert job.id is not None
@@ -241,7 +290,7 @@ class Dispatcher:
                 detail = {"endpoint_id": endpoint_id, "reason": reason}
                 request_store.add_event(conn, job.rid, AuditEvent.WEBHOOK_ENDPOINT_DISABLED, detail)
 
-        await self.core.db.write(disable)
+        await self._write(job, disable)
 
     async def _load(self, delivery_id: int) -> tuple[DeliveryRow, RequestRow, str]:
         return await self.core.db.read(_load, delivery_id)
@@ -264,7 +313,10 @@ class Dispatcher:
 
             return skipped
         target = Target.model_validate_json(delivery.target_json)
-        sent = await self.core.channels[delivery.channel].send(self.core.view(row, project), target)
+        channel, view = self.core.channels[delivery.channel], self.core.view(row, project)
+        assert job.id is not None
+        async with self._lanes.post(channel, delivery.channel, target, job.id):
+            sent = await channel.send(view, target)
 
         def record(conn: Tx) -> None:
             request_store.update_delivery(
@@ -285,7 +337,10 @@ class Dispatcher:
         delivery, row, project = await self._load(json.loads(job.payload_json)["delivery_id"])
         target = Target.model_validate_json(delivery.target_json)
         ref = json.loads(delivery.ref_json or "{}")
-        await self.core.channels[delivery.channel].update(self.core.view(row, project), target, ref)
+        view = self.core.view(row, project)
+        assert job.id is not None
+        async with self._lanes.lane(lane_of(delivery.channel, target), job.id):
+            await self.core.channels[delivery.channel].update(view, target, ref)
         return _nothing
 
     async def _timer(self, job: JobRow) -> Record:
@@ -302,7 +357,9 @@ class Dispatcher:
         mention = await self.core.db.read(deliveries.waiting_on, row.rid, target)
         ref = json.loads(delivery.ref_json or "{}")
         view = self.core.view(row, project)
-        await channel.remind(view, target, ref, mention, number=payload["number"])
+        assert job.id is not None
+        async with self._lanes.post(channel, delivery.channel, target, job.id):
+            await channel.remind(view, target, ref, mention, number=payload["number"])
 
         def record(conn: Tx) -> None:
             detail = {"delivery_id": delivery.id, "number": payload["number"], "mention": mention}
@@ -317,15 +374,17 @@ class Dispatcher:
             return _nothing
         secret = self.core.box.open(endpoint.sealed_secret)
         body = payload["body"].encode()
-        headers = webhooks.signed_headers(secret, payload["msg_id"], body)
-        attempt = await webhooks.post(
-            self.http,
-            endpoint.url,
-            body,
-            headers,
-            allow_private=self.core.settings.webhook_allow_private,
-            timeout_seconds=self.core.settings.webhook_timeout_seconds,
-        )
+        assert job.id is not None
+        async with self._lanes.lane(f"webhook:{endpoint.id}", job.id):
+            headers = webhooks.signed_headers(secret, payload["msg_id"], body)  # stamped now
+            attempt = await webhooks.post(
+                self.http,
+                endpoint.url,
+                body,
+                headers,
+                allow_private=self.core.settings.webhook_allow_private,
+                timeout_seconds=self.core.settings.webhook_timeout_seconds,
+            )
 
         def record(conn: Tx) -> None:
             if job.rid is not None:

@@ -60,6 +60,25 @@ class Remindable(Protocol):
 
 
 @runtime_checkable
+class Paced(Protocol):
+    """A channel that paces its posts to each destination (a platform's rate limit), and
+    says how long a post would wait: the outbox lets a waiting post hold none of its shared
+    run slots, and puts off a post whose turn is far."""
+
+    def wait_before(self, target: Target, /) -> float:
+        """Seconds a `send` or `remind` to `target` would wait for its turn now (0: none).
+        The call made right after this reserves its turn before it awaits anything, so that
+        the next `wait_before` counts it."""
+        ...
+
+    def later_slot(self, target: Target, /) -> float:
+        """Seconds until the outbox should try again a post to `target` it puts off now;
+        each call gives a later time than the one before, so posts put off together come
+        back one at a time."""
+        ...
+
+
+@runtime_checkable
 class Routed(Protocol):
     """A channel that serves HTTP routes (Slack's events, the console's pages)."""
 

@@ -239,3 +239,16 @@ def expired_response(conn: Connection, rid: str) -> str | None:
             response: str | None = payload.get("response")
             return response
     return None
+
+
+def defer(conn: Connection, job_id: int, *, run_at: datetime) -> None:
+    """Run the job at `run_at` instead, its attempt given back: it did not try, as its
+    destination was behind (a paced channel's queue, a slow receiver's)."""
+    values = {
+        "status": JobStatus.PENDING,
+        "run_at": run_at,
+        "attempts": _job.c.attempts - 1,
+        "locked_until": None,
+        "updated_at": utcnow(),
+    }
+    conn.execute(sa.update(_job).where(_job.c.id == job_id).values(values))

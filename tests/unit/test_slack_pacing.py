@@ -44,3 +44,33 @@ async def test_a_quiet_channel_sends_at_once() -> None:
     clock.now += 5
     await pacer.wait_turn("C1")
     assert clock.slept == []
+
+
+async def test_the_wait_counts_every_message_already_waiting() -> None:
+    clock = FakeClock()
+    parked: asyncio.Queue[float] = asyncio.Queue()
+
+    async def park(seconds: float) -> None:  # the messages stay waiting their turn
+        parked.put_nowait(seconds)
+        await asyncio.Event().wait()
+
+    pacer = Pacer(1.0, clock=clock, sleep=park)
+    assert pacer.wait("C1") == 0.0
+    waiting = [asyncio.create_task(pacer.wait_turn("C1")) for _ in range(3)]
+    async with asyncio.timeout(5):  # the first went at once, the others wait 1 and 2 s
+        assert [await parked.get(), await parked.get()] == [1.0, 2.0]
+    assert pacer.wait("C1") == 3.0
+    assert pacer.wait("C2") == 0.0
+    for task in waiting:
+        task.cancel()
+    await asyncio.gather(*waiting, return_exceptions=True)
+
+
+async def test_messages_put_off_come_back_one_interval_apart_after_the_waiting_ones() -> None:
+    clock = FakeClock()
+    pacer = Pacer(1.0, clock=clock, sleep=clock.sleep)
+    await pacer.wait_turn("C1")
+    assert [pacer.later("C1") for _ in range(3)] == [1.0, 2.0, 3.0]
+    assert pacer.wait("C1") == 1.0  # putting off reserves nothing
+    clock.now += 10
+    assert pacer.later("C1") == 0.0  # long after the last one: at once

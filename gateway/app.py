@@ -25,6 +25,7 @@ from gateway.doors import channel_context
 from gateway.mcp.deferred import DeferredDoor
 from gateway.outbox.webhooks import sync_config_webhooks
 from gateway.routing import load_config
+from gateway.runtime.channel_states import channel_states
 from gateway.runtime.dispatch import FINISH_SECONDS, Dispatcher
 from gateway.runtime.logs import RequestId
 from gateway.runtime.ownership import Ownership, default_replica_id
@@ -64,6 +65,7 @@ async def running(core: Core) -> AsyncIterator[Dispatcher]:
         await _start(name, channel)
     if ownership is not None:
         ownership.start()
+    _say_channel_states(core)
     _freeze_what_start_up_made()
     async with httpx.AsyncClient() as http:
         dispatcher = Dispatcher(core, http)
@@ -98,6 +100,13 @@ def singleton_ownership(core: Core, replica: str | None = None) -> Ownership | N
     ownership = Ownership(core.db.url, replica=replica or default_replica_id())
     ownership.hold(supervisors)
     return ownership
+
+
+def _say_channel_states(core: Core) -> None:
+    """One line per channel at start: "slack: not configured", "email: connecting"."""
+    for state in channel_states(core.channels):
+        said = "not configured" if not state.configured else state.connection or "ready"
+        log.info("%s: %s", state.name, said)
 
 
 def _freeze_what_start_up_made() -> None:

@@ -96,6 +96,11 @@ async def _in_thread(client: AsyncWebClient, ref: dict[str, Any], wanted: dict[s
     return any(message.get("metadata") == wanted for message in thread.get("messages") or [])
 
 
+def _paced_as(target: Target) -> str:
+    """The Slack channel a post to `target` goes to, as the pacer counts it."""
+    return str(target.address.get("channel") or "")
+
+
 class SlackChannel:
     name = ChannelName.SLACK
 
@@ -174,8 +179,14 @@ class SlackChannel:
             )
         return self._clients[token]
 
+    def wait_before(self, target: Target, /) -> float:
+        return self.pacer.wait(_paced_as(target))
+
+    def later_slot(self, target: Target, /) -> float:
+        return self.pacer.later(_paced_as(target))
+
     async def send(self, request: RequestView, target: Target, /) -> Sent:
-        channel = str(target.address.get("channel") or "")
+        channel = _paced_as(target)
         message = posted_message(request, target.responders)
         extra: dict[str, Any] = {}
         if target.address.get("thread_ts"):
@@ -291,9 +302,13 @@ class SlackChannel:
         with SLACK_CLIENT_ID/SECRET the "Add to Slack" pages /slack/install and
         /slack/oauth_redirect."""
         if self._bolt is None:
-            log.warning(
+            settings = self.settings
+            # Half a configuration is a mistake worth a warning; none is a choice.
+            partly = any((settings.bot_token, settings.signing_secret, settings.client_id))
+            log.log(
+                logging.WARNING if partly else logging.DEBUG,
                 "slack callbacks are off: set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN "
-                "(or SLACK_CLIENT_ID and SLACK_CLIENT_SECRET)"
+                "(or SLACK_CLIENT_ID and SLACK_CLIENT_SECRET)",
             )
             return
         handler = AsyncSlackRequestHandler(self._bolt)

@@ -12,12 +12,13 @@ import pytest
 
 from channels.registry import REGISTRY
 from gateway.errors import DeliveryError
+from gateway.outbox.lanes import LANE_WIDTH
 from gateway.seam.channel import Channel
 from gateway.seam.targets import Target
 from gateway.seam.views import RequestView, Sent
 from gateway.vocabulary import ChannelName
 from tests.factories import RequestFactory
-from tests.helpers import detached, events, eventually, outbox_idle
+from tests.helpers import detached, events, eventually, jobs, outbox_idle
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings
 
 TO_C1 = {"slack": {"channel_or_user_id": "C1"}}
@@ -123,6 +124,8 @@ async def test_refusal_marks_the_delivery_failed(
 async def test_decided_before_delivery_is_not_sent(
     gateway: RunningGateway, channel: RecordingChannel, request_factory: RequestFactory
 ) -> None:
+    """A post waiting its turn at its destination (LANE_WIDTH others in flight there) for a
+    request decided meanwhile is skipped when its turn comes."""
     gate = asyncio.Event()
     original = channel.send
 
@@ -132,19 +135,27 @@ async def test_decided_before_delivery_is_not_sent(
         return result
 
     channel.send = gated_send  # type: ignore[method-assign]
-    await request_factory(gateway, "first", channel=TO_C1)
+    busy = [f"busy-{n}" for n in range(LANE_WIDTH)]
+    for call_id in busy:
+        await request_factory(gateway, call_id, channel=TO_C1)
 
-    async def worker_busy() -> bool:
-        return len(channel.sends) == 1
+    async def lane_full() -> bool:
+        return len(channel.sends) == LANE_WIDTH
 
-    await eventually(worker_busy)  # the worker is inside the first send, holding its batch
+    await eventually(lane_full)  # every send C1 may have at once is in flight
     await request_factory(gateway, "second", channel=TO_C1)
+
+    async def claimed() -> bool:  # the four in flight, and the one waiting its turn
+        running = [job for job in await jobs(gateway, status="running") if job["kind"] == "deliver"]
+        return len(running) == LANE_WIDTH + 1
+
+    await eventually(claimed)
     async with gateway.client() as client:
         reply = await client.post("/agent/function_calls/second/respond", json={"approved": True})
         assert reply.status_code == 200
     gate.set()
     await eventually(lambda: outbox_idle(gateway))
-    assert [view.call_id for view, _target in channel.sends] == ["first"]
+    assert sorted(view.call_id for view, _target in channel.sends) == busy
     [row] = (await events(gateway, "second"))["deliveries"]
     assert row["status"] == "skipped" and "approved before delivery" in row["error"]
 

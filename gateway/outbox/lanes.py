@@ -83,16 +83,16 @@ class Lanes:
     @asynccontextmanager
     async def post(
         self, channel: object, name: str, target: Target, job_id: int
-    ) -> AsyncIterator[None]:
+    ) -> AsyncIterator[bool]:
         """Around one post (a send, a reminder) of `channel`, named `name`, to `target`: a
-        paced channel's turn, else its lane's."""
+        paced channel's turn, else its lane's. True when it waited for its lane's turn."""
         if not isinstance(channel, Paced):
-            async with self.lane(lane_of(name, target), job_id):
-                yield
+            async with self.lane(lane_of(name, target), job_id) as waited:
+                yield waited
             return
         self._pace(channel, target, job_id)  # no await until the post reserves its turn
         with self._slot_until_slow(job_id):
-            yield
+            yield False  # the channel's send waits for its turn
 
     def _pace(self, channel: Paced, target: Target, job_id: int) -> None:
         wait = channel.wait_before(target)
@@ -102,16 +102,18 @@ class Lanes:
             self.slots.give_back(job_id)
 
     @asynccontextmanager
-    async def lane(self, key: str, job_id: int) -> AsyncIterator[None]:
-        """At most LANE_WIDTH jobs of lane `key` at once; past LANE_DEPTH, Deferred."""
+    async def lane(self, key: str, job_id: int) -> AsyncIterator[bool]:
+        """At most LANE_WIDTH jobs of lane `key` at once; past LANE_DEPTH, Deferred. True
+        when the job waited for its turn (what it read before may have changed)."""
         lane = self._lanes.setdefault(key, _Lane())
         if lane.held >= LANE_DEPTH:
             raise Deferred(LANE_RETRY_SECONDS)
         lane.held += 1
         try:
             with self._slot_until_slow(job_id):
+                waited = lane.running.locked()
                 async with lane.running:
-                    yield
+                    yield waited
         finally:
             lane.held -= 1
             if not lane.held:

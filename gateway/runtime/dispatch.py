@@ -51,6 +51,23 @@ def _nothing(_conn: Tx) -> None:
     return None
 
 
+def _already_done(delivery: DeliveryRow, row: RequestRow) -> Record | None:
+    """What to record instead of a send: nothing for a post sent before a crash (never post
+    twice), a skip for a request decided before its post went out; None: send it."""
+    if delivery.status == DeliveryStatus.SENT:
+        return _nothing
+    if row.status == Status.PENDING:
+        return None
+    delivery_id, status = delivery.id, row.status
+
+    def skipped(conn: Tx) -> None:
+        assert delivery_id is not None
+        error = f"request was {status} before delivery"
+        request_store.update_delivery(conn, delivery_id, status=DeliveryStatus.SKIPPED, error=error)
+
+    return skipped
+
+
 class Dispatcher:
     def __init__(
         self,
@@ -296,27 +313,19 @@ class Dispatcher:
         return await self.core.db.read(_load, delivery_id)
 
     async def _deliver(self, job: JobRow) -> Record:
-        delivery, row, project = await self._load(json.loads(job.payload_json)["delivery_id"])
-        assert delivery.id is not None
-        delivery_id = delivery.id
-        if delivery.status == DeliveryStatus.SENT:
-            return _nothing  # sent before a crash; never post twice
-        if row.status != Status.PENDING:
-
-            def skipped(conn: Tx) -> None:
-                request_store.update_delivery(
-                    conn,
-                    delivery_id,
-                    status=DeliveryStatus.SKIPPED,
-                    error=f"request was {row.status} before delivery",
-                )
-
-            return skipped
+        delivery_id = json.loads(job.payload_json)["delivery_id"]
+        delivery, row, project = await self._load(delivery_id)
+        if (done := _already_done(delivery, row)) is not None:
+            return done
         target = Target.model_validate_json(delivery.target_json)
-        channel, view = self.core.channels[delivery.channel], self.core.view(row, project)
+        channel = self.core.channels[delivery.channel]
         assert job.id is not None
-        async with self._lanes.post(channel, delivery.channel, target, job.id):
-            sent = await channel.send(view, target)
+        async with self._lanes.post(channel, delivery.channel, target, job.id) as waited:
+            if waited:  # its turn came later: the request may have been decided meanwhile
+                delivery, row, project = await self._load(delivery_id)
+                if (done := _already_done(delivery, row)) is not None:
+                    return done
+            sent = await channel.send(self.core.view(row, project), target)
 
         def record(conn: Tx) -> None:
             request_store.update_delivery(

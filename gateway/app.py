@@ -20,6 +20,7 @@ from channels.registry import REGISTRY, ChannelFactory
 from gateway import __version__
 from gateway.api import channels_status, conformance, errors, extensions, health, routes
 from gateway.api.body import BodyLimit
+from gateway.api.fast_create import FastCreate
 from gateway.core import Core
 from gateway.doors import channel_context
 from gateway.mcp.deferred import DeferredDoor
@@ -109,6 +110,9 @@ def _say_channel_states(core: Core) -> None:
         log.info("%s: %s", state.name, said)
 
 
+GC_THRESHOLD = 20_000  # allocations between young collections
+
+
 def _freeze_what_start_up_made() -> None:
     """What start-up allocated lives as long as the process: keep it out of every collection.
 
@@ -119,6 +123,9 @@ def _freeze_what_start_up_made() -> None:
     if gc.isenabled():
         gc.collect()
     gc.freeze()
+    # A create leaves no cycles; the default threshold (700) collected every ~6 creates,
+    # about a tenth of a create's CPU, and paused 3-8 ms at each full collection.
+    gc.set_threshold(GC_THRESHOLD, 20, 10)
     gc.enable()
 
 
@@ -153,6 +160,7 @@ def create_app(core: Core) -> FastAPI:
         if isinstance(channel, Routed):
             channel.mount(app)
     errors.install(app)
+    app.add_middleware(FastCreate, core=core, state=app.state)  # inside the two below
     app.add_middleware(BodyLimit, limit=core.settings.max_body_bytes)
     app.add_middleware(RequestId)  # every log line written while serving a request has its id
     conformance.install(app)  # last: it reads every route mounted above

@@ -54,10 +54,11 @@ class BodyLimit:
             chunks.append(chunk)
             if not message.get("more_body", False):
                 break
-        await self.app(scope, _replay(b"".join(chunks), receive), send)
+        await self.app(scope, replay(b"".join(chunks), receive), send)
 
 
-def _replay(body: bytes, receive: Receive) -> Receive:
+def replay(body: bytes, receive: Receive) -> Receive:
+    """`receive`, with the body already read given once more."""
     sent = False
 
     async def replay() -> Message:

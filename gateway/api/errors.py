@@ -32,8 +32,7 @@ async def on_validation(_request: Request, error: Exception) -> JSONResponse:
     return JSONResponse({"detail": detail}, status_code=422)
 
 
-async def on_gateway_error(_request: Request, error: Exception) -> JSONResponse:
-    assert isinstance(error, GatewayError)
+def gateway_error_response(error: GatewayError) -> JSONResponse:
     if isinstance(error, InvalidInput):
         detail = [{"type": "value_error", "loc": ["body"], "msg": str(error)}]
         return JSONResponse({"detail": detail}, status_code=422)
@@ -43,13 +42,22 @@ async def on_gateway_error(_request: Request, error: Exception) -> JSONResponse:
     return JSONResponse({"detail": str(error)}, status_code=error.status_code, headers=headers)
 
 
-async def on_database_busy(_request: Request, error: Exception) -> JSONResponse:
+def database_busy_response(error: Exception) -> JSONResponse:
     log.warning("database unavailable: %s", type(error).__name__)
     return JSONResponse(
         {"detail": "the database is busy or unreachable; retry shortly"},
         status_code=503,
         headers={"Retry-After": "1"},
     )
+
+
+async def on_gateway_error(_request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, GatewayError)
+    return gateway_error_response(error)
+
+
+async def on_database_busy(_request: Request, error: Exception) -> JSONResponse:
+    return database_busy_response(error)
 
 
 async def on_unexpected(_request: Request, error: Exception) -> JSONResponse:

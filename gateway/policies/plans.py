@@ -217,17 +217,19 @@ def plan(
 
 def _delays(root: Node, count: int) -> list[float]:
     delays = [0.0] * count
-
-    def walk(node: Node, offset: float) -> None:
-        start = offset + node.delay
-        if isinstance(node, Leaf):
-            delays[node.target] = start
-        else:
-            for child in node.children:
-                walk(child, start)
-
-    walk(root, 0.0)
+    _walk_delays(root, 0.0, delays)
     return delays
+
+
+def _walk_delays(node: Node, offset: float, delays: list[float]) -> None:
+    # A function of its own, not a closure: a recursive closure is a reference cycle per
+    # create, left for the garbage collector.
+    start = offset + node.delay
+    if isinstance(node, Leaf):
+        delays[node.target] = start
+    else:
+        for child in node.children:
+            _walk_delays(child, start, delays)
 
 
 def _first_answer_decides(node: Node) -> bool:

@@ -20,7 +20,7 @@ from channels.registry import REGISTRY, ChannelFactory
 from gateway import __version__
 from gateway.api import channels_status, conformance, errors, extensions, health, routes
 from gateway.api.body import BodyLimit
-from gateway.api.fast_create import FastCreate
+from gateway.api.fast_path import FastPath
 from gateway.core import Core
 from gateway.doors import channel_context
 from gateway.mcp.deferred import DeferredDoor
@@ -160,7 +160,7 @@ def create_app(core: Core) -> FastAPI:
         if isinstance(channel, Routed):
             channel.mount(app)
     errors.install(app)
-    app.add_middleware(FastCreate, core=core, state=app.state)  # inside the two below
+    app.add_middleware(FastPath, core=core, state=app.state)  # inside the two below
     app.add_middleware(BodyLimit, limit=core.settings.max_body_bytes)
     app.add_middleware(RequestId)  # every log line written while serving a request has its id
     conformance.install(app)  # last: it reads every route mounted above

@@ -1,17 +1,18 @@
-"""The create routes' plain-ASGI path (`gateway.api.fast_create`) answers byte for byte what
+"""The create routes' plain-ASGI path (`gateway.api.fast_path`) answers byte for byte what
 FastAPI's routes answer: the same created record, the same refusals. A content type FastAPI
 takes as JSON but the fast path does not (`application/vnd.test+json`) sends the same body
 through FastAPI, for comparison."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from gateway.api.fast_create import FastCreate
+from gateway.api.fast_path import FastPath
 from tests.api.test_limits import gateway_with, wide_channel
 from tests.factories import request_body
 
@@ -26,13 +27,13 @@ PATHS = pytest.mark.parametrize(
 def counting(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The creates the fast path made."""
     made: list[str] = []
-    original = FastCreate._create
+    original = FastPath._create
 
-    async def create(self: FastCreate, token: str, parsed: Any, *args: Any) -> Any:
+    async def create(self: FastPath, token: str, parsed: Any, *args: Any) -> Any:
         made.append(parsed["call_id"])
         return await original(self, token, parsed, *args)
 
-    monkeypatch.setattr(FastCreate, "_create", create)
+    monkeypatch.setattr(FastPath, "_create", create)
     return made
 
 
@@ -93,3 +94,36 @@ async def test_refusals_are_fastapis_own(tmp_path: Path, monkeypatch: pytest.Mon
             for call_id in ("t", "n", "v", "k"):
                 assert (await client.get(f"/function_calls/{call_id}")).status_code == 404
     assert set(made) <= {"t", "n", "k"}  # the invalid body never reached it
+
+
+async def test_reads_and_long_polls_answer_as_fastapi_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    served: list[str] = []
+    original = FastPath._read
+
+    async def read(self: FastPath, token: str, kind: Any, call_id: str, wait: Any) -> Any:
+        served.append(call_id)
+        return await original(self, token, kind, call_id, wait)
+
+    monkeypatch.setattr(FastPath, "_read", read)
+    async with gateway_with(tmp_path) as gateway, gateway.client() as client:
+        assert (await client.post("/function_calls", json=request_body("r"))).status_code == 200
+        # An extra query parameter, which FastAPI ignores, sends a read through FastAPI.
+        for path in ("/function_calls/r", "/function_calls/nope", "/human_contacts/r"):
+            fast, slow = await client.get(path), await client.get(path, params={"x": "1"})
+            assert (fast.status_code, fast.content) == (slow.status_code, slow.content), path
+        waiting = client.get("/function_calls/r", params={"wait": "30"})
+        decided = client.post("/agent/function_calls/r/respond", json={"approved": True})
+        answered, _ = await asyncio.gather(waiting, decided)
+        assert answered.json()["status"]["approved"] is True
+        for odd in ("0", "61", "x", "1e1"):  # FastAPI's refusals, or its reading
+            fast = await client.get("/function_calls/r", params={"wait": odd})
+            assert fast.status_code in (200, 422), (odd, fast.text)
+        async with gateway.client(key="not-a-key") as stranger:
+            fast, slow = (
+                await stranger.get("/function_calls/r"),
+                await stranger.get("/function_calls/r", params={"x": "1"}),
+            )
+            assert (fast.status_code, fast.json()) == (slow.status_code, slow.json())
+    assert served == ["r", "nope", "r", "r", "r"]

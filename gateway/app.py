@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 import httpx
 import uvicorn
 from fastapi import FastAPI
+from starlette.types import ASGIApp
 
 from channels.registry import REGISTRY, ChannelFactory
 from gateway import __version__
@@ -160,11 +161,17 @@ def create_app(core: Core) -> FastAPI:
         if isinstance(channel, Routed):
             channel.mount(app)
     errors.install(app)
-    app.add_middleware(FastPath, core=core, state=app.state)  # inside the two below
-    app.add_middleware(BodyLimit, limit=core.settings.max_body_bytes)
-    app.add_middleware(RequestId)  # every log line written while serving a request has its id
     conformance.install(app)  # last: it reads every route mounted above
     return app
+
+
+def serving_app(core: Core) -> ASGIApp:
+    """What uvicorn serves: the app behind what every request passes (its id, which every
+    log line written while serving it carries; the body limit) and the hot routes' plain
+    ASGI path (`gateway.api.fast_path`), outside FastAPI: a waiting agent holds none of it."""
+    app = create_app(core)
+    fast = FastPath(app, core, app.state)
+    return RequestId(BodyLimit(fast, limit=core.settings.max_body_bytes))
 
 
 class Server(uvicorn.Server):

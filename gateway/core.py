@@ -31,14 +31,43 @@ LINK_TTL_SECONDS = 14 * 24 * 3600  # an emailed request link lets its recipient 
 ANY = "*"  # watchers of every change: the console's live pages
 
 
+class Signal:
+    """An `asyncio.Event` for one waiter (wait, set, clear), without the Event's queue of
+    waiters: 10,000 agents may each wait on one."""
+
+    __slots__ = ("_future", "_set")
+
+    def __init__(self) -> None:
+        self._set = False
+        self._future: asyncio.Future[None] | None = None
+
+    def set(self) -> None:
+        self._set = True
+        if self._future is not None and not self._future.done():
+            self._future.set_result(None)
+
+    def clear(self) -> None:
+        self._set = False
+
+    def is_set(self) -> bool:
+        return self._set
+
+    async def wait(self) -> bool:
+        if not self._set:
+            if self._future is None or self._future.done():
+                self._future = asyncio.get_running_loop().create_future()
+            await self._future
+        return True
+
+
 class Waiters:
     def __init__(self) -> None:
-        self._events: defaultdict[str, set[asyncio.Event]] = defaultdict(set)
+        self._events: defaultdict[str, set[Signal]] = defaultdict(set)
 
     @contextmanager
-    def watch(self, rid: str) -> Iterator[asyncio.Event]:
+    def watch(self, rid: str) -> Iterator[Signal]:
         """Register before re-reading the row, so a decision in between is not missed."""
-        event = asyncio.Event()
+        event = Signal()
         self._events[rid].add(event)
         try:
             yield event

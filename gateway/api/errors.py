@@ -60,9 +60,13 @@ async def on_database_busy(_request: Request, error: Exception) -> JSONResponse:
     return database_busy_response(error)
 
 
-async def on_unexpected(_request: Request, error: Exception) -> JSONResponse:
+def unexpected_response(error: Exception) -> JSONResponse:
     log.exception("unhandled error", exc_info=error)
     return JSONResponse({"detail": "internal error; see the gateway log"}, status_code=500)
+
+
+async def on_unexpected(_request: Request, error: Exception) -> JSONResponse:
+    return unexpected_response(error)
 
 
 def install(app: FastAPI) -> None:

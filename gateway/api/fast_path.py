@@ -112,6 +112,8 @@ async def _answer(result: Awaitable[Any], scope: Scope, receive: Receive, send: 
         response = errors.gateway_error_response(error)
     except UNAVAILABLE as error:
         response = errors.database_busy_response(error)
+    except Exception as error:  # a bug: answered as FastAPI's handler answers it
+        response = errors.unexpected_response(error)
     await response(scope, receive, send)
 
 

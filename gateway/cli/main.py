@@ -17,7 +17,7 @@ from channels.registry import REGISTRY
 from channels.slack.manifest import manifest
 from channels.web.auth import console_people, create_sign_in_link, hash_password
 from gateway.answers import decisions, respond
-from gateway.app import Server, build_core, create_app
+from gateway.app import Server, build_core, serving_app
 from gateway.cli import bootstrap, claude_hook, rules, workers
 from gateway.cli.checks import run_checks
 from gateway.cli.webhook_ping import send_test_event
@@ -84,7 +84,7 @@ def _run_server(settings: Settings, host: str, port: int, sock: socket.socket | 
     install_access_log_filter()  # tokens in request targets never reach the access log
     core = build_core(settings)
     config = uvicorn.Config(
-        create_app(core),
+        serving_app(core),
         host=host,
         port=port,
         log_level=settings.log_level.lower(),

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
-from gateway.core import ANY, Core
+from gateway.core import ANY, Core, Signal
 from gateway.lifecycle import Status
 from gateway.policies import evaluator, votes
 from gateway.routing import Person, RoutingConfig, Rule, rule_label
@@ -62,7 +62,7 @@ class ConsoleDoor:
         return self.core.stopping
 
     @contextmanager
-    def watch_changes(self) -> Iterator[asyncio.Event]:
+    def watch_changes(self) -> Iterator[Signal]:
         with self.core.waiters.watch(ANY) as changed:
             yield changed
 

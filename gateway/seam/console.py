@@ -159,6 +159,14 @@ class LoginUse:
     reason: str = ""
 
 
+class Changed(Protocol):
+    """What a live page waits on: set by a change, cleared once the page has looked."""
+
+    async def wait(self) -> object: ...
+
+    def clear(self) -> None: ...
+
+
 class Console(Protocol):
     """The core's door for the web console."""
 
@@ -177,8 +185,8 @@ class Console(Protocol):
         """Set once the process begins to shut down: live pages end."""
         ...
 
-    def watch_changes(self) -> AbstractContextManager[asyncio.Event]:
-        """An event set whenever a request is created or changes (live pages)."""
+    def watch_changes(self) -> AbstractContextManager[Changed]:
+        """Set whenever a request is created or changes (live pages)."""
         ...
 
     async def search(

@@ -16,7 +16,7 @@ import uvicorn
 from uvicorn.logging import AccessFormatter
 
 from channels.registry import REGISTRY, ChannelFactory
-from gateway.app import Server, build_core, create_app
+from gateway.app import Server, build_core, serving_app
 from gateway.cli import bootstrap
 from gateway.core import Core
 from gateway.doors import channel_context
@@ -96,7 +96,7 @@ async def running_gateway(
     core = build_core(settings, {**REGISTRY, **(channels or {})})
     port = free_port()
     config = uvicorn.Config(
-        create_app(core),
+        serving_app(core),
         host="127.0.0.1",
         port=port,
         log_level="warning",

@@ -22,7 +22,7 @@ from sqlalchemy.engine import Connection
 from channels.web.auth import create_sign_in_link
 from gateway import intake
 from gateway.api.auth import find_caller
-from gateway.app import Server, build_core, create_app
+from gateway.app import Server, build_core, serving_app
 from gateway.cli import bootstrap
 from gateway.core import Caller, Core
 from gateway.lifecycle import Kind
@@ -191,7 +191,7 @@ async def serving(core: Core) -> AsyncIterator[tuple[Server, asyncio.Task[None],
     """`gateway serve`'s server, on a free port, in this event loop."""
     port = free_port()
     config = uvicorn.Config(
-        create_app(core), host="127.0.0.1", port=port, log_level="warning", lifespan="on"
+        serving_app(core), host="127.0.0.1", port=port, log_level="warning", lifespan="on"
     )
     server = Server(config, core)
     served = asyncio.create_task(server.serve())

@@ -423,5 +423,63 @@ def main(argv: list[str] | None = None) -> None:
         serve_baseline(args.port, args.kind)
 
 
+# --- process trees and PostgreSQL's processes (bench/soak.py, bench/workers.py) ----------
+
+
+@contextlib.contextmanager
+def postgres_server(database: str) -> Iterator[tuple[ThrowawayPostgres, str]]:
+    """`throwaway_postgres`, also giving the server (its log: `server.root / "server.log"`;
+    its processes: `postmaster_pid`)."""
+    bindir = find_bindir()
+    if bindir is None:
+        raise RuntimeError("no PostgreSQL binaries found (initdb); run tests/services/provision.sh")
+    server = ThrowawayPostgres(bindir, durable=True)  # fsync and synchronous_commit on
+    try:
+        server.start()
+        createdb(server, database)
+        yield server, server.url(database)
+    finally:
+        server.stop()
+
+
+def postmaster_pid(server: ThrowawayPostgres) -> int:
+    """The server's main process (the first line of its postmaster.pid)."""
+    return int((server.data / "postmaster.pid").read_text().split()[0])
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """/proc/PID/stat after the command name: fields[0] is the state, [1] the parent."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def process_tree(root: int) -> list[int]:
+    """`root` and every live process descended from it (Linux /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (fields := _stat_fields(int(entry.name))) is not None:
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    tree, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        tree.append(pid)
+        todo += children.get(pid, [])
+    return tree
+
+
+def tree_cpu_seconds(root: int) -> float:
+    """User + system CPU time so far of `root` and its descendants, counting those that
+    exited and were waited for (their parent's cutime + cstime): a difference of two
+    readings is what the tree used in between, even as processes come and go."""
+    ticks = 0
+    for pid in process_tree(root):
+        fields = _stat_fields(pid)
+        if fields is not None:
+            ticks += sum(int(fields[i]) for i in (11, 12, 13, 14))
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 if __name__ == "__main__":
     main()

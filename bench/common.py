@@ -322,19 +322,23 @@ class Gateway:
         return [line for line in lines[(after[0] + 1 if after else 0) :] if line.strip()]
 
     def cli(self, *args: str, timeout: float = 60) -> str:
-        """`python -m gateway ARGS` in the gateway's working directory, with its env."""
-        done = subprocess.run(
-            [sys.executable, "-m", "gateway", *args],
-            cwd=self.workdir,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise RuntimeError(f"gateway {' '.join(args)} failed:\n{done.stdout}{done.stderr}")
-        return done.stdout
+        return run_cli(self.workdir, self.env, *args, timeout=timeout)
+
+
+def run_cli(workdir: Path, env: dict[str, str], *args: str, timeout: float = 60) -> str:
+    """`python -m gateway ARGS` in a gateway's working directory, with its env: its output."""
+    done = subprocess.run(
+        [sys.executable, "-m", "gateway", *args],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"gateway {' '.join(args)} failed:\n{done.stdout}{done.stderr}")
+    return done.stdout
 
 
 @contextlib.contextmanager
@@ -378,16 +382,8 @@ def sqlite_url(workdir_hint: str = "gateway.db") -> str:
 @contextlib.contextmanager
 def throwaway_postgres(database: str) -> Iterator[str]:
     """A PostgreSQL server from the machine's binaries with one fresh database; its URL."""
-    bindir = find_bindir()
-    if bindir is None:
-        raise RuntimeError("no PostgreSQL binaries found (initdb); run tests/services/provision.sh")
-    server = ThrowawayPostgres(bindir, durable=True)  # fsync and synchronous_commit on
-    try:
-        server.start()
-        createdb(server, database)
-        yield server.url(database)
-    finally:
-        server.stop()
+    with postgres_server(database) as (_server, url):
+        yield url
 
 
 def postgres_available() -> bool:

@@ -187,18 +187,7 @@ class KillableGateway:
         return [line for line in text.splitlines() if "ERROR" in line or "Traceback" in line]
 
     def cli(self, *args: str) -> str:
-        done = subprocess.run(
-            [sys.executable, "-m", "gateway", *args],
-            cwd=self.workdir,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise RuntimeError(f"gateway {' '.join(args)} failed:\n{done.stdout}{done.stderr}")
-        return done.stdout
+        return common.run_cli(self.workdir, self.env, *args)
 
 
 def group_members(pgid: int) -> list[int]:

@@ -29,10 +29,16 @@ class ApiKeyAuth(HTTPBearer):
             raise Unauthorized(
                 "missing Authorization header; send 'Authorization: Bearer <api key>'"
             )
-        scheme, _, token = authorization.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
+        token = bearer_token(authorization)
+        if token is None:
             raise Unauthorized("the Authorization header must be 'Bearer <api key>'")
-        return await find_caller(request.app.state.core, token.strip())
+        return await find_caller(request.app.state.core, token)
+
+
+def bearer_token(authorization: str) -> str | None:
+    """The key in `Bearer <key>` (any case of "Bearer"), or None for any other shape."""
+    scheme, _, token = authorization.partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
 async def find_caller(core: Core, token: str) -> Caller:

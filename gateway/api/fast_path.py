@@ -26,7 +26,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway import intake
 from gateway.api import errors, limits
-from gateway.api.auth import find_caller
+from gateway.api.auth import bearer_token, find_caller
 from gateway.api.body import JSONTooLarge, replay, strict_loads
 from gateway.core import Core
 from gateway.errors import GatewayError
@@ -97,8 +97,7 @@ class FastPath:
     async def _create(self, token: str, parsed: Any, kind: Kind, model: Any) -> dict[str, Any]:
         """`routes.create_*` with `limits.creator`, as FastAPI would run them."""
         caller = await find_caller(self.core, token)
-        limits.take_create(self.state, caller)
-        limits.check_channel_nodes(parsed, self.core.settings.max_policy_nodes)
+        limits.admit_create(self.state, caller, parsed)
         return await intake.create(self.core, caller, kind, model)
 
 
@@ -137,8 +136,7 @@ def _read_route(scope: Scope) -> tuple[Kind, str, float | None] | None:
 def _bearer(scope: Scope) -> str | None:
     for name, value in scope["headers"]:
         if name == b"authorization":
-            scheme, _, rest = value.decode("latin-1").partition(" ")
-            return rest.strip() if scheme.lower() == "bearer" and rest.strip() else None
+            return bearer_token(value.decode("latin-1"))
     return None
 
 

@@ -126,12 +126,17 @@ def check_channel_nodes(body: Any, limit: int) -> None:
         )
 
 
+def admit_create(state: State, caller: Caller, parsed: Any) -> None:
+    """A create within its key's rate and with a spec.channel small enough, counted in the
+    parsed JSON before a model is built for each of its channels (both create paths)."""
+    take_create(state, caller)
+    check_channel_nodes(parsed, caller.core.settings.max_policy_nodes)
+
+
 async def creator(request: Request, caller: CallerDep) -> Caller:
-    """The caller of a create, within its key's rate and with a spec.channel small enough,
-    counted in the parsed JSON before a model is built for each of its channels."""
-    take_create(request.app.state, caller)
-    if isinstance(request, StrictJSONRequest):
-        check_channel_nodes(request.parsed(), caller.core.settings.max_policy_nodes)
+    """The caller of a create, admitted (`admit_create`)."""
+    parsed = request.parsed() if isinstance(request, StrictJSONRequest) else None
+    admit_create(request.app.state, caller, parsed)
     return caller
 
 

@@ -18,6 +18,18 @@ from gateway.store.tables import Request
 from tests.services.inprocess import RunningGateway
 
 CLIENT = Implementation(name="test-agent", version="9.9.1")
+VERSION = "2025-06-18"  # a handshake-era protocol version, as Claude Code speaks
+# An `initialize` as a raw JSON-RPC message, for tests that speak HTTP to /mcp directly.
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": VERSION,
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
+}
 
 
 @asynccontextmanager

@@ -23,7 +23,16 @@ from channels.web.auth import COOKIE, create_sign_in_link
 from gateway.mcp import tools
 from tests.factories import RequestFactory, rid_of
 from tests.helpers import events
-from tests.mcp.helpers import call, mcp_session, request_rows, text_of, tool_error, wire
+from tests.mcp.helpers import (
+    INITIALIZE,
+    VERSION,
+    call,
+    mcp_session,
+    request_rows,
+    text_of,
+    tool_error,
+    wire,
+)
 from tests.services.inprocess import RunningGateway
 
 TOOLS = {
@@ -34,7 +43,6 @@ TOOLS = {
     "permission_prompt": {"tool_name", "input"},
 }
 CSRF = re.compile(r'name="csrf" value="([^"]*)"')
-VERSION = "2025-06-18"  # a handshake-era protocol version, as Claude Code speaks
 
 
 async def test_the_tools_and_their_required_arguments(gateway: RunningGateway) -> None:
@@ -138,19 +146,9 @@ async def test_a_bad_key_is_refused_before_mcp_and_nothing_is_created(
 async def test_a_session_answers_only_the_key_that_opened_it(gateway: RunningGateway) -> None:
     other_key = await gateway.new_key("default", name="second")
     headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": VERSION}
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": VERSION,
-            "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "1"},
-        },
-    }
     listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
     async with httpx.AsyncClient(base_url=gateway.base_url, headers=headers) as http:
-        opened = await http.post("/mcp", json=initialize, headers=_bearer(gateway.api_key))
+        opened = await http.post("/mcp", json=INITIALIZE, headers=_bearer(gateway.api_key))
         session = {"Mcp-Session-Id": opened.headers["mcp-session-id"]}
         theirs = await http.post("/mcp", json=listing, headers=session | _bearer(other_key))
         ours = await http.post("/mcp", json=listing, headers=session | _bearer(gateway.api_key))

@@ -16,20 +16,9 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import Implementation
 
 from tests.helpers import eventually
-from tests.mcp.helpers import call, mcp_session
+from tests.mcp.helpers import INITIALIZE, VERSION, call, mcp_session
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings
 
-VERSION = "2025-06-18"  # a handshake-era protocol version, as Claude Code speaks
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": VERSION,
-        "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "1"},
-    },
-}
 PING = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
 ACCEPT = {"Accept": "application/json, text/event-stream"}
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from gateway.lifecycle import Kind, Status
 from gateway.routing import RoutingConfig
 from gateway.seam.channel import Channel
+from gateway.seam.grants import GrantChoice, offered
 from gateway.seam.views import RequestView, load_progress
 from gateway.security import signed
 from gateway.security.crypto import SecretBox
@@ -163,6 +164,12 @@ class Core:
     def link_key(self) -> bytes:
         return self.box.subkey("request-link")
 
+    def grant_choices(self, row: RequestRow) -> tuple[GrantChoice, ...]:
+        """What "Approve and allow…" offers on this request now (nothing once decided)."""
+        if not row.offers_grant or row.status != Status.PENDING:
+            return ()
+        return offered(self.config.grant_max, self.config.grant_until_revoked)
+
     def view(self, row: RequestRow, project: str, *, with_secrets: bool = True) -> RequestView:
         """The request as channels see it; `with_secrets=False` leaves the agent's
         write-only values sealed (the console never uses them)."""
@@ -188,4 +195,7 @@ class Core:
             expires_at=row.expires_at,
             secrets=secrets,
             agent_templates=self.config.allows_agent_templates(project),
+            grant_choices=self.grant_choices(row),
+            editable=row.offers_edit and row.status == Status.PENDING,
+            updated_kwargs=json.loads(row.updated_kwargs_json) if row.updated_kwargs_json else None,
         )

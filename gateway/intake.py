@@ -14,7 +14,7 @@ from gateway.errors import Conflict, NotFound
 from gateway.lifecycle import Event, Kind, Status, noun, transition
 from gateway.outbox import deliveries, webhooks
 from gateway.outbox.deliveries import Audit, Planned
-from gateway.policies import evaluator, plans
+from gateway.policies import evaluator, grants, plans
 from gateway.policies.plans import Plan
 from gateway.policies.timers import schedule as schedule_timers
 from gateway.security.crypto import new_rid
@@ -142,25 +142,34 @@ async def create(core: Core, caller: Caller, kind: Kind, body: Incoming) -> dict
         **_decided_by_rule(planned, kind, requested_at),
         policy_json=None if planned.policy is None else dumps(evaluator.to_dict(planned.policy)),
         expires_at=planned.expires_at(requested_at, body.spec.expires_at),
+        key_id=caller.key.id,
+        grantable=grants.grantable(kind, planned),
+        editable=grants.editable(kind, planned),
     )
 
     planned_deliveries = deliveries.plan(core, row.rid, planned.targets, planned.delays)
 
-    def insert(tx: Tx) -> RequestRow:
-        """The new row, or the one already stored under this call_id (then nothing changes)."""
-        if not request_store.insert_request(tx, row):
+    def insert(tx: Tx) -> tuple[RequestRow, bool]:
+        """The new row and True, or the one already stored under this call_id (then nothing
+        changes). A live standing grant that covers it approves it here: nobody is asked."""
+        grant = grants.covering(tx, row)
+        new = row if grant is None else grants.approved_by(row, grant)
+        if not request_store.insert_request(tx, new):
             existing = request_store.get_by_call_id(tx, caller.project_id, body.call_id)
             assert existing is not None  # the insert found it
-            return existing
-        _record_route(tx, row, planned, planned_deliveries)
-        if planned.decided:
-            webhooks.enqueue_completed(tx, row, core.settings.webhook_delays)
-        return row
+            return existing, False
+        if grant is not None:
+            grants.auto_approved(tx, new, grant, len(planned.targets))
+        else:
+            _record_route(tx, new, planned, planned_deliveries)
+        if planned.decided or grant is not None:
+            webhooks.enqueue_completed(tx, new, core.settings.webhook_delays)
+        return new, True
 
-    stored = await core.db.write_for(f"{caller.project_id}/{body.call_id}", insert)
-    if stored is not row:  # the same call_id again: the stored record, if the body is the same
+    stored, fresh = await core.db.write_for(f"{caller.project_id}/{body.call_id}", insert)
+    if not fresh:  # the same call_id again: the stored record, if the body is the same
         return to_wire(_same_request(stored, kind, body_hash))
-    return to_wire(row, spec=spec, route=route_wire)
+    return to_wire(stored, spec=spec, route=route_wire)
 
 
 async def find(core: Core, caller: Caller, kind: Kind, call_id: str) -> RequestRow:

@@ -138,6 +138,10 @@ class Rule(Timing):
     # Distinct people of `target` who must approve (instead of its team's own setting).
     approvals_required: Annotated[int, Field(ge=1, le=100)] | None = None
     policy: PolicyConfig | None = None  # instead of `target`
+    # Whether its approvers are offered "Approve and allow…" (where one answer decides) and
+    # "Edit and approve".
+    grants: bool = True
+    editable: bool = True
     _condition: Condition | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
@@ -215,6 +219,10 @@ class RoutingConfig(Strict):
     rules: list[Rule] = Field(default_factory=list)
     projects: dict[str, ProjectConfig] = Field(default_factory=dict)
     webhooks: list[WebhookConfig] = Field(default_factory=list)
+    # The longest standing grant a person may give ("Approve and allow…"), and whether
+    # "until revoked" is offered too.
+    grant_max: Duration = 8 * 3600
+    grant_until_revoked: bool = False
     # Each rule with its label and compiled `when`, read once per request rather than once
     # per rule (a pydantic private attribute costs ~1.6 µs a read).
     _matchers: list[tuple[Rule, str, Condition | None]] = PrivateAttr(default_factory=list)

@@ -70,6 +70,10 @@ class AuditEvent(StrEnum):
     WEBHOOK_ENDPOINT_DISABLED = "webhook_endpoint_disabled"  # the receiver answered 410
     EMAIL_REPLY_IGNORED = "email_reply_ignored"  # a reply that changed nothing, and why
     UNCLEAR_REPLY = "unclear_reply"  # a free-text reply read as neither yes nor no: kept
+    GRANTED = "granted"  # the person who approved it also allowed more like it (a grant)
+    AUTO_APPROVED = "auto_approved"  # approved at create by a person's standing grant
+    GRANT_REVOKED = "grant_revoked"  # on the request whose answer gave the grant
+    EDITED = "edited"  # approved with arguments the person changed: both versions kept
 
 
 class ChannelName(StrEnum):
@@ -106,7 +110,17 @@ class AnsweredIn(StrEnum):
     API = "api"
     CLI = "cli"
     GATEWAY = "gateway"  # the gateway itself: a deadline passed (gateway.policies.timers)
+    GRANT = "grant"  # a person's standing grant approved it at create (gateway.answers.grants)
     WEB = "web"
     SLACK = "slack"
     DISCORD = "discord"
     EMAIL = "email"
+
+
+class GrantScope(StrEnum):
+    """`standing_grant.scope`: which later function calls a person's grant approves. Every
+    scope is within the project and the agent key that made the request it was given on."""
+
+    ARGS = "args"  # the same fn with the same (canonical) kwargs
+    RUN = "run"  # the same fn in the same run_id
+    KEY = "key"  # the same fn, any run

@@ -8,12 +8,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from gateway.answers import edits
 from gateway.answers.verbs import Decision, expiry_decision
 from gateway.core import Core
 from gateway.errors import Conflict, IllegalTransition, InvalidInput, NotAllowed
 from gateway.lifecycle import Event, Kind, Status, noun, transition
 from gateway.outbox import deliveries, webhooks
-from gateway.policies import votes
+from gateway.policies import grants, votes
 from gateway.seam.people import BY_LIST, Responder, already_decided
 from gateway.store import Tx, dumps, utcnow
 from gateway.store import outbox as outbox_store
@@ -42,6 +43,10 @@ def _after_decision(conn: Tx, core: Core, row: RequestRow, decision: Decision) -
     if decision.idempotency is not None:
         detail["idempotency"] = decision.idempotency
     request_store.add_event(conn, row.rid, AuditEvent.DECIDED, detail)
+    if decision.edited is not None:
+        edits.record(conn, row)
+    if decision.grant is not None:
+        grants.give(conn, core.config, row, grants.checked(core.config, row, decision.grant))
     deliveries.update_copies(conn, row)
     outbox_store.cancel_timers(conn, row.rid)
     webhooks.enqueue_completed(conn, row, core.settings.webhook_delays)
@@ -69,14 +74,29 @@ async def _already_ours(core: Core, row: RequestRow, decision: Decision) -> bool
     return bool(await core.db.read(_first_answer, row.rid, decision.idempotency))
 
 
-def _fields(decision: Decision) -> dict[str, Any]:
-    return {
+def _fields(decision: Decision, fn: str | None = None) -> dict[str, Any]:
+    user_info = decision.user_info
+    if decision.grant is not None:  # said on every copy: "…, and allowed read_file …"
+        user_info = user_info | {"allowed": grants.described(decision.grant, fn)}
+    fields = {
         "comment": decision.comment,
         "option_name": decision.option_name,
         "response": decision.response,
-        "user_info_json": dumps(decision.user_info),
+        "user_info_json": dumps(user_info),
         "responded_at": utcnow(),
     }
+    if decision.edited is not None:
+        fields["updated_kwargs_json"] = dumps(decision.edited)
+    return fields
+
+
+def _check_extras(core: Core, row: RequestRow, decision: Decision) -> None:
+    """A grant or an edit only where the request offers it (NotAllowed), and only as one
+    (InvalidInput): checked before anything is written."""
+    if decision.grant is not None:
+        grants.checked(core.config, row, decision.grant)
+    if decision.edited is not None:
+        edits.checked(core.settings, row, decision.edited)
 
 
 def _late(row: RequestRow, decision: Decision) -> bool:
@@ -119,7 +139,7 @@ async def decide(core: Core, row: RequestRow, decision: Decision) -> RequestRow:
     if await _already_ours(core, row, decision):
         return row
     status = next_status(row, decision.event)
-    fields = _fields(decision)
+    fields = _fields(decision, row.fn)
 
     def compare_and_set(conn: Tx) -> tuple[RequestRow, bool]:
         """The request as this decision left it and True, or as an earlier one did and
@@ -147,6 +167,7 @@ async def submit(core: Core, row: RequestRow, decision: Decision) -> RequestRow:
     """One person's answer, from any channel, the API or the CLI. Under an approval policy
     it is a vote and the request stays pending until the policy resolves (NotAllowed when
     it counts for none of the request's branches); otherwise it is the decision."""
+    _check_extras(core, row, decision)
     voting = row.policy_json is not None and decision.event in (Event.APPROVE, Event.REJECT)
     if not voting:
         return await decide(core, row, decision)

@@ -31,6 +31,11 @@ class Decision:
     idempotency: str | None = None
     # The route index of the post this answer came from (`Responder.copy`), if known.
     copy: int | None = None
+    # "Approve and allow…": the grant's choice value (`gateway.seam.grants`), checked by
+    # `gateway.answers.grants.checked` against what the request offers.
+    grant: str | None = None
+    # "Edit and approve": the arguments the person approved instead of the agent's.
+    edited: dict[str, Any] | None = None
 
 
 # Who decides a request whose deadline passed (`status.user_info`).
@@ -68,6 +73,8 @@ def decision_for(
     *,
     text: str | None = None,
     choice: int | str | None = None,
+    grant: str | None = None,
+    edited: dict[str, Any] | None = None,
 ) -> tuple[Decision, Reading | None] | Refused:
     """The decision one person's answer makes (and how free text was read), by the rules
     every channel and the API share; or the refusal when it cannot make one."""
@@ -80,6 +87,12 @@ def decision_for(
         return _option_decision(row, who, text, choice)
     if verb == Verb.APPROVE and function_call:
         return Decision(Event.APPROVE, who, comment=text), None
+    if verb == Verb.GRANT and function_call:
+        return Decision(Event.APPROVE, who, comment=text, grant=grant or ""), None
+    if verb == Verb.EDIT and function_call:
+        if edited is None:
+            return Refused(Refusal.MISSING_TEXT, "edit the arguments first")
+        return Decision(Event.APPROVE, who, comment=text, edited=edited), None
     if verb == Verb.REJECT and function_call:
         return Decision(Event.REJECT, who, comment=text or default_rejection(who)), None
     if verb == Verb.ANSWER and not function_call:

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from typing import Any
 
 from gateway.answers.decisions import submit
 from gateway.answers.verbs import decision_for, option
 from gateway.core import Core
-from gateway.errors import Conflict, NotAllowed
+from gateway.errors import Conflict, InvalidInput, NotAllowed
 from gateway.lifecycle import Kind, Status
 from gateway.policies import votes
 from gateway.policies.votes import OPERATOR, person_of
@@ -45,13 +46,17 @@ class AnswerDoor:
         *,
         text: str | None = None,
         choice: int | str | None = None,
+        grant: str | None = None,
+        edited: dict[str, Any] | None = None,
     ) -> Answered | Refused:
         """Apply one person's answer: the decision, or the refusal to tell them."""
         found = await self._answerable(rid, responder)
         if isinstance(found, Refused):
             return found
         row, project = found
-        made = decision_for(row, verb, responder, text=text, choice=choice)
+        made = decision_for(
+            row, verb, responder, text=text, choice=choice, grant=grant, edited=edited
+        )
         if isinstance(made, Refused) and made.why == Refusal.UNCLEAR:
             await self._keep_unclear(row, responder, text or "", made.message)
         if isinstance(made, Refused):
@@ -64,6 +69,8 @@ class AnswerDoor:
             return Refused(Refusal.DECIDED, str(conflict))
         except NotAllowed as refused:
             return Refused(Refusal.NOT_ALLOWED, str(refused))
+        except InvalidInput as invalid:
+            return Refused(Refusal.INVALID, str(invalid))
         return Answered(self.core.view(decided, project), reading)
 
     async def _keep_unclear(

@@ -24,6 +24,7 @@ class Refusal(StrEnum):
     MISSING_TEXT = "missing_text"
     WRONG_VERB = "wrong_verb"
     UNCLEAR = "unclear"  # a free-text reply that is neither a plain yes nor a plain no
+    INVALID = "invalid"  # a grant or edited arguments the request does not take
 
 
 @dataclass(frozen=True)

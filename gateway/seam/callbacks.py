@@ -20,6 +20,8 @@ class Verb(StrEnum):
     OPTION = "option"  # one of the request's reject or response options
     ANSWER = "answer"  # a question's free-text answer
     REPLY = "reply"  # free text to read: an approval's "yes"/feedback, or a question's answer
+    GRANT = "grant"  # approve, and allow more like it for a while (`gateway.seam.grants`)
+    EDIT = "edit"  # approve with arguments the person edited (a form)
 
 
 _TAIL = r"(?:(?P<index>\d{1,2}):)?(?P<rid>[A-Za-z0-9_-]{1,64})"

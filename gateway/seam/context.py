@@ -29,8 +29,12 @@ class Answers(Protocol):
         *,
         text: str | None = None,
         choice: int | str | None = None,
+        grant: str | None = None,
+        edited: dict[str, Any] | None = None,
     ) -> Answered | Refused:
-        """Apply one person's answer: the request as it left it, or the refusal to tell them."""
+        """Apply one person's answer: the request as it left it, or the refusal to tell them.
+        `grant` (with Verb.GRANT) is the chosen `GrantChoice.value`; `edited` (with
+        Verb.EDIT) the arguments as the person edited them (`gateway.seam.edits`)."""
         ...
 
     async def refusal(self, rid: str, responder: Responder) -> Refused | None:

@@ -15,6 +15,7 @@ _PLACES: dict[str, str] = {
     AnsweredIn.CLI: "the CLI",
     AnsweredIn.WEB: "the web console",
     AnsweredIn.GATEWAY: "the gateway",
+    AnsweredIn.GRANT: "a standing grant",
 }
 
 
@@ -67,6 +68,8 @@ def plain_when(moment: datetime) -> str:
 
 
 def plain_who(responder: Responder) -> str:
+    if responder.via == AnsweredIn.GRANT:
+        return f"{responder.name}'s standing grant"
     return f"{responder.name} in {responder.place}"
 
 

@@ -33,12 +33,26 @@ def describe(
     if responder is not None and responder.via == AnsweredIn.GATEWAY:
         return f"Expired{at}: {text(request.comment or request.response or 'no decision in time')}"
     if request.status == Status.APPROVED:
-        return f"Approved by {by}{at}"
+        return f"Approved by {by}{at}{_extras(request, text)}"
     if request.status == Status.REJECTED:
         return f"Rejected by {by}{at}: {text(request.comment or '')}"
     if request.status == Status.RESPONDED:
         return f"Answered by {by}{at}: {text(request.response or '')}"
     return f"This request is {text(request.status)}; it can no longer be answered"
+
+
+def _extras(request: RequestView, text: Callable[[str], str]) -> str:
+    """What an approval did besides approving: the arguments it changed, the grant it gave."""
+    extras = ""
+    if request.updated_kwargs is not None:
+        original = request.spec.get("kwargs") or {}
+        keys = original.keys() | request.updated_kwargs.keys()
+        changed = sorted(k for k in keys if original.get(k) != request.updated_kwargs.get(k))
+        extras += f", with edited arguments ({text(', '.join(changed) or 'none changed')})"
+    allowed = (request.user_info or {}).get("allowed")
+    if allowed:
+        extras += f", and allowed {text(str(allowed))}"
+    return extras
 
 
 def progress_line(progress: Progress, *, text: Callable[[str], str] = str) -> str:

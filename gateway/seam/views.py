@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from gateway.lifecycle import Kind, Status
+from gateway.seam.grants import GrantChoice
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,12 @@ class RequestView:
     secrets: dict[str, str] = field(default_factory=dict, repr=False)
     # Whether its project lets the agent's own templates render (`allow_agent_templates`).
     agent_templates: bool = False
+    # "Approve and allow…": what a person may grant while answering it (empty: not offered,
+    # e.g. under a quorum or where a rule says `grants = false`).
+    grant_choices: tuple[GrantChoice, ...] = ()
+    editable: bool = False  # "Edit and approve" is offered
+    # The arguments as the approver edited them (`status.updated_kwargs`), once approved so.
+    updated_kwargs: dict[str, Any] | None = None
 
     @property
     def options(self) -> list[dict[str, Any]]:

@@ -60,11 +60,51 @@ class RequestRow:
     policy_json: str | None = None
     progress_json: str | None = None
     expires_at: datetime | None = None
+    key_id: int | None = None
+    grantable: bool = False
+    editable: bool = False
+    updated_kwargs_json: str | None = None
+
+    @property
+    def offers_grant(self) -> bool:
+        """Whether its approver may give a standing grant: one answer decides it (no
+        policy), its rule allowed grants, and it names the key a grant would be for."""
+        return self.grantable and self.policy_json is None and self.key_id is not None
+
+    @property
+    def offers_edit(self) -> bool:
+        """Whether its approver may edit the arguments (one answer decides it)."""
+        return self.editable and self.policy_json is None
 
     @property
     def user_info(self) -> dict[str, Any] | None:
         """Who decided (`status.user_info`), or None while nobody has."""
         return json.loads(self.user_info_json) if self.user_info_json else None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GrantRow:
+    id: str
+    project_id: int
+    key_id: int
+    fn: str
+    scope: str
+    run_id: str | None = None
+    kwargs_hash: str | None = None
+    granted_by_json: str
+    person: str
+    source_rid: str
+    created_at: datetime
+    expires_at: datetime | None = None
+    revoked_at: datetime | None = None
+    revoked_by: str | None = None
+    uses: int = 0
+    last_used_at: datetime | None = None
+
+    @property
+    def granted_by(self) -> dict[str, Any]:
+        info: dict[str, Any] = json.loads(self.granted_by_json)
+        return info
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

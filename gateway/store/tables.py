@@ -82,6 +82,38 @@ class Request(SQLModel, table=True):
     policy_json: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
     progress_json: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
     expires_at: datetime | None = Field(default=None, sa_column=_ts(nullable=True))
+    # The API key that made it (a standing grant is for that key), and what its approver is
+    # offered besides Approve: a grant where one answer decides it, and editing.
+    key_id: int | None = Field(default=None)
+    grantable: bool = False
+    editable: bool = False
+    # The arguments the approver approved instead of the agent's (`status.updated_kwargs`).
+    updated_kwargs_json: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
+
+
+class StandingGrant(SQLModel, table=True):
+    """A person's "approve and allow…": later function calls of one agent key that it
+    approves at create, until it expires or is revoked (`gateway.answers.grants`)."""
+
+    __tablename__ = "standing_grant"
+    __table_args__ = (sa.Index("ix_standing_grant_lookup", "project_id", "key_id", "fn"),)
+
+    id: str = Field(primary_key=True, max_length=32)
+    project_id: int = Field(foreign_key="project.id")
+    key_id: int = Field(foreign_key="api_key.id")
+    fn: str = Field(max_length=255)
+    scope: str = Field(max_length=8)  # a GrantScope
+    run_id: str | None = Field(default=None, max_length=255)  # scope "run"
+    kwargs_hash: str | None = Field(default=None, max_length=64)  # scope "args"
+    granted_by_json: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    person: str = Field(max_length=512)  # who granted it, as votes count people
+    source_rid: str = Field(foreign_key="request.rid", max_length=32)
+    created_at: datetime = Field(sa_column=_ts())
+    expires_at: datetime | None = Field(default=None, sa_column=_ts(nullable=True))
+    revoked_at: datetime | None = Field(default=None, sa_column=_ts(nullable=True))
+    revoked_by: str | None = Field(default=None, max_length=512)
+    uses: int = 0
+    last_used_at: datetime | None = Field(default=None, sa_column=_ts(nullable=True))
 
 
 class RequestEvent(SQLModel, table=True):

@@ -28,12 +28,15 @@ def status_of(row: RequestRow) -> dict[str, Any]:
     if row.wire_status_json is not None:
         common |= json.loads(row.wire_status_json)
     if row.kind == Kind.FUNCTION_CALL:
-        return common | {
+        fields = common | {
             "approved": _approved(row.status),
             "comment": row.comment,
             "reject_option_name": row.option_name,
             "slack_context": None,
         }
+        if row.updated_kwargs_json is not None:  # an extension: the arguments as approved
+            fields["updated_kwargs"] = json.loads(row.updated_kwargs_json)
+        return fields
     return common | {"response": row.response, "response_option_name": row.option_name}
 
 

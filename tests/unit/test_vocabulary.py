@@ -22,6 +22,7 @@ from gateway.vocabulary import (
     ChannelName,
     DeliveryStatus,
     JobKind,
+    GrantScope,
     JobStatus,
     Timer,
 )
@@ -51,10 +52,15 @@ DOCUMENTED: dict[type[StrEnum], set[str]] = {
         "webhook_endpoint_disabled",
         "email_reply_ignored",
         "unclear_reply",
+        "granted",
+        "auto_approved",
+        "grant_revoked",
+        "edited",
     },
     ChannelName: {"web", "slack", "discord", "email", "sms", "whatsapp"},
-    AnsweredIn: {"api", "cli", "gateway", "web", "slack", "discord", "email"},
+    AnsweredIn: {"api", "cli", "gateway", "grant", "web", "slack", "discord", "email"},
     Timer: {"expire", "remind", "escalate"},
+    GrantScope: {"args", "run", "key"},
 }
 
 # Where each vocabulary is stored. AnsweredIn lives inside user_info_json and Timer inside an
@@ -67,6 +73,7 @@ COLUMNS: dict[type[StrEnum], list[sa.Column[str]]] = {
     JobKind: [TABLES["outbox_job"].c.kind],
     JobStatus: [TABLES["outbox_job"].c.status],
     AuditEvent: [TABLES["request_event"].c.type],
+    GrantScope: [TABLES["standing_grant"].c.scope],
     ChannelName: [
         TABLES["delivery"].c.channel,
         TABLES["outbox_job"].c.waiting_for,
@@ -116,8 +123,8 @@ def test_registry_is_keyed_by_channel_names() -> None:
     assert set(SERVED_BY_GATEWAY) <= set(REGISTRY)
 
 
-def test_answered_in_is_the_channels_plus_the_api_cli_and_gateway() -> None:
-    others = {AnsweredIn.API, AnsweredIn.CLI, AnsweredIn.GATEWAY}
+def test_answered_in_is_the_channels_plus_the_api_cli_gateway_and_grants() -> None:
+    others = {AnsweredIn.API, AnsweredIn.CLI, AnsweredIn.GATEWAY, AnsweredIn.GRANT}
     assert {a.value for a in AnsweredIn} == {*REGISTRY, *others}
 
 

@@ -1,0 +1,214 @@
+"""Standing grants: a person who approves a function call may also allow more like it for a
+while ("Approve and allow…"), and a create that such a grant covers is approved at once.
+
+Only where one person's answer decides the request (no policy: no quorum, no all_of), never
+where its rule says `grants = false` or decides itself, and only through a person's answer
+on a channel or the console: `decisions.submit` is the one place that gives a grant, and an
+API respond never carries one. The lookup runs inside the create's own transaction, so a
+revoke on any replica counts from the next create.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime, timedelta
+from typing import Any
+
+from gateway.core import Core
+from gateway.errors import InvalidInput, NotAllowed
+from gateway.lifecycle import Kind, Status
+from gateway.policies import votes
+from gateway.policies.plans import Plan
+from gateway.routing import RoutingConfig
+from gateway.seam.grants import GrantChoice, GrantView, offered
+from gateway.security.crypto import new_rid
+from gateway.store import Tx, dumps, utcnow
+from gateway.store import grants as grant_store
+from gateway.store import requests as request_store
+from gateway.store.rows import GrantRow, RequestRow, changed
+from gateway.vocabulary import AnsweredIn, AuditEvent, GrantScope
+
+
+def kwargs_hash(kwargs: Any) -> str:
+    """The canonical hash of a call's arguments: key order and spacing do not matter."""
+    canonical = json.dumps(kwargs or {}, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def grantable(kind: Kind, plan: Plan) -> bool:
+    """Whether a new request's approver may be offered a grant: a function call that one
+    person's answer decides, whose rule neither decides it nor turns grants off."""
+    rule = plan.rule
+    one_answer = plan.policy is None and not plan.decided
+    return kind == Kind.FUNCTION_CALL and one_answer and (rule is None or rule.grants)
+
+
+def editable(kind: Kind, plan: Plan) -> bool:
+    """Whether "Edit and approve" is offered: a function call one answer decides (an edit
+    is one person's), unless its rule says `editable = false`."""
+    rule = plan.rule
+    one_answer = plan.policy is None and not plan.decided
+    return kind == Kind.FUNCTION_CALL and one_answer and (rule is None or rule.editable)
+
+
+def checked(config: RoutingConfig, row: RequestRow, value: str) -> GrantChoice:
+    """The grant a person asked for, if this request offers it: NotAllowed where no grant is
+    offered (a quorum, an all_of, a rule's `grants = false`), InvalidInput for a duration or
+    scope it does not offer."""
+    if not row.offers_grant:
+        raise NotAllowed(
+            "a standing grant is not offered on this request: only where one person's answer "
+            "decides it"
+        )
+    choice = GrantChoice.parse(value)
+    offers = offered(config.grant_max, config.grant_until_revoked)
+    if choice is None or choice not in offers:
+        longest = "until revoked" if config.grant_until_revoked else f"{config.grant_max:g}s"
+        raise InvalidInput(
+            f"{value!r} is not a grant this gateway offers: a scope of args, run or key and a "
+            f"duration of at most {longest}"
+        )
+    return choice
+
+
+def described(value: str, fn: str | None) -> str:
+    """A checked choice in words: "read_file in this run, for 1 hour"."""
+    choice = GrantChoice.parse(value)
+    return "" if choice is None else choice.sentence(fn or "this function")
+
+
+def give(tx: Tx, config: RoutingConfig, row: RequestRow, choice: GrantChoice) -> GrantRow:
+    """Record the grant the person who approved `row` gave, in the decision's transaction."""
+    assert row.key_id is not None  # `checked` refused a request without one
+    now = utcnow()
+    granted_by = row.user_info or {}
+    spec = json.loads(row.spec_json)
+    grant = GrantRow(
+        id=new_rid(),
+        project_id=row.project_id,
+        key_id=row.key_id,
+        fn=row.fn or "",
+        scope=choice.scope.value,
+        run_id=row.run_id if choice.scope == GrantScope.RUN else None,
+        kwargs_hash=kwargs_hash(spec.get("kwargs")) if choice.scope == GrantScope.ARGS else None,
+        granted_by_json=dumps(granted_by),
+        person=votes.person_of(config, granted_by),
+        source_rid=row.rid,
+        created_at=now,
+        expires_at=None if choice.seconds is None else now + timedelta(seconds=choice.seconds),
+    )
+    grant_store.add(tx, grant)
+    detail = {"grant": grant.id, "scope": grant.scope, "fn": grant.fn, "until": _until(grant)}
+    request_store.add_event(tx, row.rid, AuditEvent.GRANTED, detail | {"by": granted_by})
+    return grant
+
+
+def covering(tx: Tx, row: RequestRow) -> GrantRow | None:
+    """The live grant that approves this new request at create, if any."""
+    if not row.offers_grant or row.fn is None or row.key_id is None:
+        return None
+    spec = json.loads(row.spec_json)
+    return grant_store.covering(
+        tx,
+        project_id=row.project_id,
+        key_id=row.key_id,
+        fn=row.fn,
+        run_id=row.run_id,
+        kwargs_hash=kwargs_hash(spec.get("kwargs")),
+        now=row.requested_at,
+    )
+
+
+def approved_by(row: RequestRow, grant: GrantRow) -> RequestRow:
+    """The new request as the grant decides it: approved, in the name of who granted it."""
+    granted_by = grant.granted_by
+    who = {
+        "channel": AnsweredIn.GRANT,
+        "user_id": str(granted_by.get("user_id") or ""),
+        "name": str(granted_by.get("name") or "someone"),
+        "grant": grant.id,
+        "granted_by": granted_by,
+    }
+    return changed(
+        row,
+        status=Status.APPROVED.value,
+        user_info_json=dumps(who),
+        responded_at=row.requested_at,
+    )
+
+
+def auto_approved(tx: Tx, row: RequestRow, grant: GrantRow, targets: int) -> None:
+    """The audit trail of a request a grant approved at create; the grant counts a use."""
+    grant_store.used(tx, grant.id, row.requested_at)
+    detail = {"grant": grant.id, "granted_by": grant.granted_by, "scope": grant.scope}
+    audit: list[tuple[AuditEvent, dict[str, Any]]] = [
+        (AuditEvent.CREATED, {"call_id": row.call_id}),
+        (AuditEvent.ROUTED, {"targets": targets, "grant": grant.id}),
+        (AuditEvent.AUTO_APPROVED, detail),
+    ]
+    request_store.add_events(tx, row.rid, audit)
+
+
+def revoke(tx: Tx, grant_ids: list[str], by: str) -> list[GrantRow]:
+    """Revoke these grants (those still live); each is noted on the request that gave it."""
+    revoked = grant_store.revoke(tx, grant_ids, by, utcnow())
+    for grant in revoked:
+        detail = {"grant": grant.id, "by": by}
+        request_store.add_event(tx, grant.source_rid, AuditEvent.GRANT_REVOKED, detail)
+    return revoked
+
+
+async def listing(
+    core: Core, *, project_id: int | None = None, live_only: bool = False
+) -> list[GrantView]:
+    """Grants, newest first: a project's, or every project's (the CLI, the operator)."""
+    now = utcnow()
+    found = await core.db.read(
+        grant_store.listing, project_id=project_id, live_at=now if live_only else None
+    )
+    return [_view(grant, key, project, now) for grant, key, project in found]
+
+
+async def revoke_ids(
+    core: Core, grant_ids: list[str], by: str, *, project_id: int | None = None
+) -> list[GrantView]:
+    """Revoke these grants (of `project_id` only, when given): the ones found, whether
+    live or not, so a revoke of an unknown or foreign grant is seen as such (404)."""
+    known = {v.id: v for v in await listing(core, project_id=project_id)}
+    wanted = [gid for gid in grant_ids if gid in known]
+    if wanted:
+        await core.db.write(revoke, wanted, by)
+    fresh = {v.id: v for v in await listing(core, project_id=project_id)}
+    return [fresh[gid] for gid in wanted]
+
+
+async def revoke_key(core: Core, project_id: int, key_name: str, by: str) -> list[GrantView]:
+    """Revoke every live grant of one agent key (by its name) in a project."""
+    live = await listing(core, project_id=project_id, live_only=True)
+    return await revoke_ids(core, [v.id for v in live if v.key == key_name], by)
+
+
+def _view(grant: GrantRow, key: str, project: str, now: datetime) -> GrantView:
+    live = grant.revoked_at is None and (grant.expires_at is None or grant.expires_at > now)
+    return GrantView(
+        id=grant.id,
+        project=project,
+        key=key,
+        fn=grant.fn,
+        scope=GrantScope(grant.scope),
+        run_id=grant.run_id,
+        granted_by=grant.granted_by,
+        source_rid=grant.source_rid,
+        created_at=grant.created_at,
+        expires_at=grant.expires_at,
+        revoked_at=grant.revoked_at,
+        revoked_by=grant.revoked_by,
+        uses=grant.uses,
+        last_used_at=grant.last_used_at,
+        live=live,
+    )
+
+
+def _until(grant: GrantRow) -> str | None:
+    return None if grant.expires_at is None else grant.expires_at.isoformat()

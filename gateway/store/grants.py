@@ -1,0 +1,127 @@
+"""Standing grants: found at create (in the create's own transaction, so a revoke on any
+replica counts from the next create), used, listed and revoked."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from gateway.store import tables
+from gateway.store.rows import GrantRow, values
+from gateway.vocabulary import GrantScope
+
+_grant = tables.StandingGrant.__table__  # type: ignore[attr-defined]
+_key = tables.ApiKey.__table__  # type: ignore[attr-defined]
+_project = tables.Project.__table__  # type: ignore[attr-defined]
+
+# A grant this create falls under: same project, key and fn, live, and its scope matching.
+_COVERING = (
+    sa.select(_grant)
+    .where(
+        _grant.c.project_id == sa.bindparam("project_id"),
+        _grant.c.key_id == sa.bindparam("key_id"),
+        _grant.c.fn == sa.bindparam("fn"),
+        _grant.c.revoked_at.is_(None),
+        sa.or_(_grant.c.expires_at.is_(None), _grant.c.expires_at > sa.bindparam("now")),
+        sa.or_(
+            _grant.c.scope == GrantScope.KEY.value,
+            sa.and_(_grant.c.scope == GrantScope.RUN.value, _grant.c.run_id == sa.bindparam("run")),
+            sa.and_(
+                _grant.c.scope == GrantScope.ARGS.value,
+                _grant.c.kwargs_hash == sa.bindparam("kwargs_hash"),
+            ),
+        ),
+    )
+    .order_by(_grant.c.created_at)
+    .limit(1)
+)
+
+
+def add(conn: Connection, grant: GrantRow) -> None:
+    conn.execute(sa.insert(_grant), values(grant))
+
+
+def covering(
+    conn: Connection,
+    *,
+    project_id: int,
+    key_id: int,
+    fn: str,
+    run_id: str,
+    kwargs_hash: str,
+    now: datetime,
+) -> GrantRow | None:
+    params = {
+        "project_id": project_id,
+        "key_id": key_id,
+        "fn": fn,
+        "now": now,
+        "run": run_id,
+        "kwargs_hash": kwargs_hash,
+    }
+    row = conn.execute(_COVERING, params).first()
+    return None if row is None else GrantRow(**row._mapping)
+
+
+def used(conn: Connection, grant_id: str, now: datetime) -> None:
+    conn.execute(
+        sa.update(_grant)
+        .where(_grant.c.id == grant_id)
+        .values(uses=_grant.c.uses + 1, last_used_at=now)
+    )
+
+
+def get(conn: Connection, grant_id: str) -> GrantRow | None:
+    row = conn.execute(sa.select(_grant).where(_grant.c.id == grant_id)).first()
+    return None if row is None else GrantRow(**row._mapping)
+
+
+def listing(
+    conn: Connection, *, project_id: int | None = None, live_at: datetime | None = None
+) -> list[tuple[GrantRow, str, str]]:
+    """Grants (newest first) with their key's and project's names; `live_at`: only those
+    neither revoked nor expired then."""
+    query = (
+        sa.select(_grant, _key.c.name.label("key_name"), _project.c.name.label("project_name"))
+        .join(_key, _key.c.id == _grant.c.key_id)
+        .join(_project, _project.c.id == _grant.c.project_id)
+        .order_by(_grant.c.created_at.desc(), _grant.c.id)
+    )
+    if project_id is not None:
+        query = query.where(_grant.c.project_id == project_id)
+    if live_at is not None:
+        query = query.where(
+            _grant.c.revoked_at.is_(None),
+            sa.or_(_grant.c.expires_at.is_(None), _grant.c.expires_at > live_at),
+        )
+    found = []
+    for row in conn.execute(query).all():
+        fields = dict(row._mapping)
+        key_name, project_name = fields.pop("key_name"), fields.pop("project_name")
+        found.append((GrantRow(**fields), key_name, project_name))
+    return found
+
+
+def revoke(conn: Connection, grant_ids: list[str], by: str, now: datetime) -> list[GrantRow]:
+    """Revoke those of `grant_ids` not revoked yet; the grants this revoked."""
+    if not grant_ids:
+        return []
+    query = (
+        sa.update(_grant)
+        .where(_grant.c.id.in_(grant_ids), _grant.c.revoked_at.is_(None))
+        .values(revoked_at=now, revoked_by=by)
+        .returning(*_grant.c)
+    )
+    return [GrantRow(**row._mapping) for row in conn.execute(query).all()]
+
+
+def live_of_key(conn: Connection, key_id: int, now: datetime) -> list[str]:
+    """The ids of one key's grants that are neither revoked nor expired."""
+    query = sa.select(_grant.c.id).where(
+        _grant.c.key_id == key_id,
+        _grant.c.revoked_at.is_(None),
+        sa.or_(_grant.c.expires_at.is_(None), _grant.c.expires_at > now),
+    )
+    return list(conn.execute(query).scalars())

@@ -18,6 +18,14 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltRequest, AsyncResp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from channels.slack.edit_form import (
+    EDIT_MODAL,
+    block_of,
+    edit_modal,
+    offers_edit,
+    typed_arguments,
+    typed_comment,
+)
 from channels.slack.render import escape
 from gateway.seam import (
     BUTTON_PATTERN,
@@ -25,11 +33,13 @@ from gateway.seam import (
     AnsweredIn,
     Answers,
     CallbackId,
+    Refusal,
     Refused,
     Responder,
     Verb,
     decode,
 )
+from gateway.seam.edits import EditProblem, read_edits
 
 _MENTION = re.compile(r"<[@#!][^>]*>")  # "<@U123> approved": the mention is no part of it
 
@@ -105,14 +115,14 @@ class SlackListeners:
         self.answers = answers
         self._people: dict[str, tuple[str | None, str | None]] = {}
 
-    async def _person(self, client: AsyncWebClient, who: Responder) -> Responder:
+    async def _person(self, client: AsyncWebClient, who: Responder, within: float = 2) -> Responder:
         """Add the person's real name and email (users.info, cached).
 
         Best effort: without the users:read.email scope, or if Slack is slow, the answer
         still goes through with the id and username."""
         if who.id and who.id not in self._people:
             try:
-                async with asyncio.timeout(2):
+                async with asyncio.timeout(within):
                     user = (await client.users_info(user=who.id))["user"]
             except (SlackApiError, ClientError, TimeoutError, KeyError):
                 return who
@@ -142,10 +152,13 @@ class SlackListeners:
     ) -> None:
         await ack()
         action = body["actions"][0]
-        click = decode(str(action.get("value") or "")) or _legacy(action)
+        click = _clicked(action)
         if click is None:
             return  # a button that is not ours
         who = responder(body.get("user") or {}, _team(body), _copy(body))
+        if click.verb == Verb.EDIT:
+            await self._open_edit(client, body, click.rid, who, _ephemeral(respond))
+            return
         if click.verb == Verb.REJECT:
             refused = await self.answers.refusal(click.rid, who)
             if refused is not None:  # nobody types a reason for nothing
@@ -156,7 +169,60 @@ class SlackListeners:
         if click.verb == Verb.OPTION and await self._interactive(client, body, click, who):
             return
         who = await self._person(client, who)
-        await self._answer(click.rid, click.verb, who, _ephemeral(respond), choice=click.index)
+        # "Approve and allow…" is a select: the chosen option's value names the grant.
+        grant = {"grant": _selected(action)} if click.verb == Verb.GRANT else {}
+        tell = _ephemeral(respond)
+        await self._answer(click.rid, click.verb, who, tell, choice=click.index, **grant)
+
+    async def _open_edit(
+        self,
+        client: AsyncWebClient,
+        body: dict[str, Any],
+        rid: str,
+        who: Responder,
+        tell: Callable[[str], Awaitable[Any]],
+    ) -> None:
+        """The "Edit and approve" modal, with the request's own arguments; none for a person
+        who may not answer, or a request that does not offer editing."""
+        refused = await self.answers.refusal(rid, who)
+        if refused is not None:
+            await tell(escape(refused.message))
+            return
+        request = await self.answers.view(rid)
+        if request is None or not offers_edit(request):
+            await tell("Editing the arguments is not offered on this request.")
+            return
+        view = edit_modal(request, copy=_copy(body))
+        await client.views_open(trigger_id=body["trigger_id"], view=view)
+
+    async def edit_submitted(
+        self, ack: AsyncAck, body: dict[str, Any], view: dict[str, Any], client: AsyncWebClient
+    ) -> None:
+        """Approve with the edited arguments. Answered before the ack (Slack waits 3 s), so
+        a field that does not read, or arguments the core refuses, show in the modal."""
+        meta = json.loads(view["private_metadata"])
+        rid = str(meta.get("rid") or "")
+        request = await self.answers.view(rid)
+        # The arguments as stored: the modal's own copy of them is the client's.
+        kwargs: dict[str, Any] = (request.spec.get("kwargs") or {}) if request else {}
+        edited = read_edits(kwargs, typed_arguments(view, kwargs))
+        if isinstance(edited, EditProblem):
+            await ack(
+                response_action="errors", errors={block_of(kwargs, edited.field): edited.message}
+            )
+            return
+        user = body.get("user") or {}
+        who = responder(user, _team(body), meta.get("copy"))
+        who = await self._person(client, who, within=1)  # within Slack's 3 s
+        outcome = await self.answers.answer(
+            rid, Verb.EDIT, who, edited=edited, text=typed_comment(view)
+        )
+        if isinstance(outcome, Refused) and outcome.why == Refusal.INVALID:
+            await ack(response_action="errors", errors={block_of(kwargs): outcome.message})
+            return
+        await ack()
+        if isinstance(outcome, Refused):
+            await _direct(client, who)(escape(outcome.message))
 
     async def _interactive(
         self, client: AsyncWebClient, body: dict[str, Any], click: CallbackId, who: Responder
@@ -195,11 +261,8 @@ class SlackListeners:
         meta = json.loads(view["private_metadata"])
         user = body.get("user") or {}
         who = await self._person(client, responder(user, _team(body), meta.get("copy")))
-
-        async def tell(text: str) -> None:  # a modal has no response_url: DM the person
-            await client.chat_postMessage(channel=who.id, text=text)
-
         verb = Verb.REJECT if meta.get("option") is None else Verb.OPTION
+        tell = _direct(client, who)
         await self._answer(meta["rid"], verb, who, tell, text=reason, choice=meta.get("option"))
 
     async def _thread_request(self, channel: str, thread_ts: str) -> str | None:
@@ -246,11 +309,25 @@ class SlackListeners:
         app.action(re.compile(f"^{BUTTON_PATTERN}$"))(self.clicked)
         app.action(_LEGACY_ACTION)(self.clicked)
         app.view(REJECT_MODAL)(self.reason_submitted)
+        app.view(EDIT_MODAL)(self.edit_submitted)
 
 
 # Buttons posted before the shared callback ids: action_id gw_approve/gw_reject/gw_option_N,
 # value the rid. Pending messages still carry them.
 _LEGACY_ACTION = re.compile(r"^gw_(approve|reject|option_\d+)$")
+
+
+def _clicked(action: dict[str, Any]) -> CallbackId | None:
+    """What a click means: a button carries its callback id as its value, a select (which
+    has no value) as its action_id."""
+    if action.get("type") == "static_select":
+        return decode(str(action.get("action_id") or ""))
+    return decode(str(action.get("value") or "")) or _legacy(action)
+
+
+def _selected(action: dict[str, Any]) -> str:
+    """The value of the option a select's click chose ("" for none: the core refuses it)."""
+    return str((action.get("selected_option") or {}).get("value") or "")
 
 
 def _legacy(action: dict[str, Any]) -> CallbackId | None:
@@ -261,6 +338,15 @@ def _legacy(action: dict[str, Any]) -> CallbackId | None:
     if kind.startswith("option_"):
         return CallbackId(Verb.OPTION, rid, int(kind.removeprefix("option_")))
     return CallbackId(Verb(kind), rid)
+
+
+def _direct(client: AsyncWebClient, who: Responder) -> Callable[[str], Awaitable[Any]]:
+    """Tell the person in a DM: a modal has no response_url."""
+
+    async def tell(text: str) -> None:
+        await client.chat_postMessage(channel=who.id, text=text)
+
+    return tell
 
 
 def _ephemeral(respond: AsyncRespond) -> Callable[[str], Awaitable[Any]]:

@@ -12,6 +12,7 @@ import re
 from datetime import datetime
 from typing import Any
 
+from channels.slack.edit_form import offers_edit
 from gateway.lifecycle import Kind, Status
 from gateway.seam import (
     CUT,
@@ -25,6 +26,7 @@ from gateway.seam import (
     reminder_text,
     shorten,
 )
+from gateway.seam.grants import SCOPE_WORDS, by_scope
 from gateway.vocabulary import AnsweredIn
 
 TEXT_LIMIT = 3000  # Block Kit text object limit
@@ -67,6 +69,37 @@ def _button(text: str, callback: str, style: str | None = None) -> Block:
     if style:
         button["style"] = style
     return button
+
+
+def _plain(text: str) -> Block:
+    return {"type": "plain_text", "text": text[:75]}  # an option's text and a group's label
+
+
+def _grant_select(request: RequestView) -> Block:
+    """ "Approve and allow…": the durations offered, grouped by scope."""
+    groups = [
+        {
+            "label": _plain(SCOPE_WORDS[scope].capitalize()),
+            "options": [{"text": _plain(c.duration), "value": c.value} for c in choices],
+        }
+        for scope, choices in by_scope(request.grant_choices).items()
+    ]
+    return {
+        "type": "static_select",
+        "action_id": encode(Verb.GRANT, request.rid),
+        "placeholder": _plain("Approve and allow…"),
+        "option_groups": groups,
+    }
+
+
+def _approve_elements(request: RequestView) -> list[Block]:
+    """Approve, and the ways of approving the request offers besides."""
+    elements = [_button("Approve", encode(Verb.APPROVE, request.rid), "primary")]
+    if request.grant_choices:
+        elements.append(_grant_select(request))
+    if offers_edit(request):
+        elements.append(_button("Edit and approve", encode(Verb.EDIT, request.rid)))
+    return elements
 
 
 def _kwarg_text(name: str, value: Any) -> str:
@@ -118,7 +151,7 @@ def approval_message(request: RequestView, responders: list[str] | None = None) 
     run_id, fn = escape(request.run_id), escape(str(request.spec.get("fn", "")))
     headline = f"Agent *{run_id}* wants to call `{fn}`"
     buttons = [
-        _button("Approve", encode(Verb.APPROVE, request.rid), "primary"),
+        *_approve_elements(request),
         _button("Reject", encode(Verb.REJECT, request.rid), "danger"),
         *_option_buttons(request, "reject_options", "danger"),
     ]

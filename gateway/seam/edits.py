@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-MAX_FIELD_CHARS = 4000  # Slack's plain_text_input and Discord's text input both allow 4,000
+MAX_FIELD_CHARS = 4000  # Discord's text input allows 4,000 (Slack's 3,000: it cuts its own)
 MAX_FIELDS = 5  # a Discord modal holds at most five inputs; other channels show as many
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx
@@ -187,4 +187,57 @@ def reply(
         "thread_ts": thread_ts,
         "channel_type": "channel",
         "team": "T1",
+    }
+
+
+def pick(
+    fake: FakeSlack,
+    rid: str,
+    value: str,
+    user: str = "U0ALICE",
+    respond_id: str = "r1",
+    *,
+    action_id: str | None = None,
+) -> dict[str, Any]:
+    """A choice in the "Approve and allow…" select of the post of `rid`: Slack sends the
+    select's action_id and the chosen option, and no value."""
+    payload = click(fake, rid, "gw_approve", user, respond_id)
+    payload["actions"] = [
+        {
+            "type": "static_select",
+            "action_id": action_id or encode(Verb.GRANT, rid),
+            "block_id": "gw_decision",
+            "selected_option": {"text": {"type": "plain_text", "text": value}, "value": value},
+            "placeholder": {"type": "plain_text", "text": "Approve and allow…"},
+            "action_ts": str(time.time()),
+        }
+    ]
+    return payload
+
+
+def edit_submit(
+    rid: str,
+    texts: Mapping[str, str | None],
+    user: str = "U0ALICE",
+    *,
+    private_metadata: str | None = None,
+) -> dict[str, Any]:
+    """The "Edit and approve" modal submitted with `texts` by block_id (gw_arg_<n>), with the
+    private_metadata views.open was given (by default, only the rid)."""
+    values = {
+        block: {"text": {"type": "plain_text_input", "value": text}}
+        for block, text in texts.items()
+    }
+    return {
+        "type": "view_submission",
+        "user": {"id": user, "username": user.lower(), "team_id": "T1"},
+        "team": {"id": "T1", "domain": "test"},
+        "api_app_id": "A1",
+        "view": {
+            "id": "V1",
+            "type": "modal",
+            "callback_id": "gw_edit_modal",
+            "private_metadata": private_metadata or json.dumps({"rid": rid}),
+            "state": {"values": values},
+        },
     }

@@ -41,6 +41,7 @@ async def test_approve_click_decides_and_updates_the_message(
     assert {(b["action_id"], b["value"]) for b in buttons} == {
         (f"gw:approve:{rid}", f"gw:approve:{rid}"),
         (f"gw:reject:{rid}", f"gw:reject:{rid}"),
+        (f"gw:edit:{rid}", f"gw:edit:{rid}"),
     }
     reply = await send(gateway, click(fake, rid, "gw_approve"))
     assert reply.status_code == 200

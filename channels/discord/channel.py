@@ -19,7 +19,14 @@ import discord
 
 from channels.discord.bot import GatewayBot, point_at
 from channels.discord.interactions import Interactions
-from channels.discord.render import approval, as_it_stands, button_view, question, reminder
+from channels.discord.render import (
+    approval,
+    as_it_stands,
+    button_view,
+    grant_menu,
+    question,
+    reminder,
+)
 from channels.discord.sessions import SessionLog
 from channels.discord.settings import DiscordSettings
 from gateway.errors import ChannelDown, ChannelNotConfigured, DeliveryError
@@ -167,7 +174,7 @@ class DiscordChannel:
             message = await destination.send(
                 content=content,
                 embed=embed,
-                view=button_view(buttons),
+                view=button_view(buttons, grant_menu(request)),
                 nonce=nonce(request.rid, target),
                 allowed_mentions=mentions,
             )

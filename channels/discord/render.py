@@ -1,9 +1,10 @@
-"""Requests as Discord messages: an embed and button specs, pure functions, no network.
+"""Requests as Discord messages: an embed, button specs and the "Approve and allow…" select,
+pure functions, no network.
 
-Buttons carry their request in the custom id (`gw:<verb>:<rid>`, at most 100 characters),
-so a click on a message sent before a restart still lands (read in `on_interaction`). Agent
-text is escaped for markdown; mentions are also switched off when sending
-(`allowed_mentions` none), so `@everyone` in a kwarg pings nobody. Embed limits
+Buttons and the select carry their request in the custom id (`gw:<verb>:<rid>`, at most 100
+characters), so a click on a message sent before a restart still lands (read in
+`on_interaction`). Agent text is escaped for markdown; mentions are also switched off when
+sending (`allowed_mentions` none), so `@everyone` in a kwarg pings nobody. Embed limits
 (discord.com/developers/docs/resources/message#embed-object-embed-limits) are kept by
 truncating with a link to the request, never by dropping.
 """
@@ -30,6 +31,8 @@ from gateway.seam import (
     reminder_text,
     shorten,
 )
+from gateway.seam.edits import MAX_FIELDS as MAX_MODAL_INPUTS
+from gateway.seam.edits import fits_form
 from gateway.vocabulary import AnsweredIn
 
 TITLE_LIMIT = 256
@@ -39,6 +42,9 @@ DESCRIPTION_LIMIT = 4096
 MAX_FIELDS = 25
 EMBED_TOTAL_LIMIT = 6000
 MAX_BUTTONS = 25  # five rows of five
+ROW_WIDTH = 5  # buttons in an action row; a select fills a row alone
+MAX_SELECT_OPTIONS = 25
+SELECT_TEXT_LIMIT = 100  # an option's label and value
 CONTENT_LIMIT = 2000
 MAX_MENTIONED_USERS = 100  # allowed_mentions.users holds at most 100 ids
 PENDING, APPROVED, REJECTED = 0x5865F2, 0x57F287, 0xED4245
@@ -51,6 +57,15 @@ class ButtonSpec:
     label: str
     style: Style
     custom_id: str
+
+
+@dataclass(frozen=True)
+class SelectSpec:
+    """A string select of its own row: (label, value) options, one to choose."""
+
+    placeholder: str
+    custom_id: str
+    options: tuple[tuple[str, str], ...]
 
 
 def escape(text: str) -> str:
@@ -126,10 +141,39 @@ def approval(request: RequestView) -> tuple[discord.Embed, list[ButtonSpec]]:
     _fields(embed, request.spec.get("kwargs") or {}, request.link)
     buttons = [
         ButtonSpec("Approve", "success", encode(Verb.APPROVE, request.rid)),
+        *_edit_button(request),
         ButtonSpec("Reject", "danger", encode(Verb.REJECT, request.rid)),
         *_option_buttons(request, "reject_options", "danger"),
     ]
-    return embed, buttons[:MAX_BUTTONS]
+    room = MAX_BUTTONS - (ROW_WIDTH if grant_menu(request) else 0)  # the select's row
+    return embed, buttons[:room]
+
+
+def editable(request: RequestView) -> bool:
+    """Whether "Edit and approve" is offered here: a modal of one input per argument (one at
+    least, five at most), each within an input's length."""
+    kwargs = request.spec.get("kwargs") or {}
+    fits = isinstance(kwargs, dict) and bool(kwargs) and fits_form(kwargs, MAX_MODAL_INPUTS)
+    return request.editable and fits
+
+
+def _edit_button(request: RequestView) -> list[ButtonSpec]:
+    if not editable(request):
+        return []
+    return [ButtonSpec("Edit and approve", "primary", encode(Verb.EDIT, request.rid))]
+
+
+def grant_menu(request: RequestView) -> SelectSpec | None:
+    """ "Approve and allow…": one option per grant the request offers, within Discord's caps
+    (a value cut short would name no grant, so a long one is left out)."""
+    options = [
+        (choice.label[:SELECT_TEXT_LIMIT], choice.value)
+        for choice in request.grant_choices
+        if len(choice.value) <= SELECT_TEXT_LIMIT
+    ][:MAX_SELECT_OPTIONS]
+    if not options:
+        return None
+    return SelectSpec("Approve and allow…", encode(Verb.GRANT, request.rid), tuple(options))
 
 
 def question(request: RequestView) -> tuple[discord.Embed, list[ButtonSpec]]:
@@ -212,11 +256,18 @@ def reminder(request: RequestView, mention: list[str]) -> tuple[str, discord.All
     return "".join(f"<@{u}> " for u in users) + text, mentions
 
 
-def button_view(buttons: list[ButtonSpec]) -> discord.ui.View:
+def button_view(buttons: list[ButtonSpec], menu: SelectSpec | None = None) -> discord.ui.View:
     view = discord.ui.View(timeout=None)
     for spec in buttons:
         style = getattr(discord.ButtonStyle, spec.style)
         view.add_item(discord.ui.Button(label=spec.label, style=style, custom_id=spec.custom_id))
+    if menu is not None:  # after the buttons: the first row left free
+        options = [discord.SelectOption(label=label, value=value) for label, value in menu.options]
+        view.add_item(
+            discord.ui.Select(
+                custom_id=menu.custom_id, placeholder=menu.placeholder, options=options
+            )
+        )
     # Finished, so discord.py does not store it: clicks go to on_interaction alone.
     view.stop()
     return view
@@ -227,5 +278,5 @@ def as_it_stands(request: RequestView) -> tuple[discord.Embed, discord.ui.View |
     under a policy), the outcome without them once decided."""
     if request.status == Status.PENDING:
         embed, buttons = in_progress(request)
-        return embed, button_view(buttons)
+        return embed, button_view(buttons, grant_menu(request))
     return decided(request), None

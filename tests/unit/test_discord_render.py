@@ -12,10 +12,16 @@ from channels.discord.render import (
     FIELD_VALUE_LIMIT,
     ButtonSpec,
     approval,
+    as_it_stands,
+    button_view,
     decided,
+    grant_menu,
     question,
 )
+from gateway.seam.edits import MAX_FIELD_CHARS
+from gateway.seam.grants import GrantChoice, offered
 from gateway.seam.views import RequestView
+from gateway.vocabulary import GrantScope
 from tests.unit.views import REQUESTED, request_view
 
 
@@ -118,3 +124,60 @@ def test_a_decided_embed_with_many_arguments_keeps_its_outcome() -> None:
     assert len(embed) <= EMBED_TOTAL_LIMIT and len(embed.fields) <= 25
     assert embed.fields[-1].name == "Outcome"
     assert embed.fields[-1].value == "✅ Approved by alice in the API at <t:1795316400:f>"
+
+
+def test_the_grant_select_offers_each_choice_by_its_words() -> None:
+    choices = offered(3600, until_revoked=True)
+    menu = grant_menu(view(grant_choices=choices))
+    assert menu is not None and menu.custom_id == "gw:grant:RID123"
+    assert menu.placeholder == "Approve and allow…"
+    assert ("this function in this run, for 1 hour", "run:3600") in menu.options
+    assert [value for _label, value in menu.options] == [c.value for c in choices]
+    assert grant_menu(view()) is None  # nothing offered: no select
+
+
+def test_the_grant_select_keeps_discord_limits_and_its_row() -> None:
+    choices = tuple(GrantChoice(GrantScope.RUN, 60 * n) for n in range(1, 31))
+    options = [{"name": f"o{i}", "title": "T"} for i in range(30)]
+    rid = "r" * 22  # the gateway's rids are 22 characters
+    request = view(
+        rid=rid, grant_choices=choices, spec={"fn": "f", "kwargs": {}, "reject_options": options}
+    )
+    menu = grant_menu(request)
+    assert menu is not None and len(menu.custom_id) <= 100
+    assert [value for _label, value in menu.options] == [c.value for c in choices[:25]]
+    assert all(len(label) <= 100 and len(value) <= 100 for label, value in menu.options)
+    _embed, buttons = approval(request)
+    assert len(buttons) == 20  # four rows of buttons, the fifth for the select
+    rows = button_view(buttons, menu).to_components()  # discord.py checks the widths
+    assert len(rows) == 5 and [c["type"] for c in rows[-1]["components"]] == [3]
+    assert len(rows[-1]["components"][0]["options"]) == 25
+
+
+def test_the_edit_button_needs_every_argument_to_fit_a_modal() -> None:
+    def custom_ids(kwargs: dict[str, Any], *, editable: bool = True) -> list[str]:
+        spec = {"fn": "f", "kwargs": kwargs}
+        return [b.custom_id for b in approval(view(spec=spec, editable=editable))[1]]
+
+    five = {f"k{i}": i for i in range(5)}
+    assert custom_ids(five) == ["gw:approve:RID123", "gw:edit:RID123", "gw:reject:RID123"]
+    assert "gw:edit:RID123" not in custom_ids(five | {"k5": 5})  # a modal holds five inputs
+    assert "gw:edit:RID123" not in custom_ids({"doc": "x" * (MAX_FIELD_CHARS + 1)})
+    assert "gw:edit:RID123" not in custom_ids({})  # a modal needs an input
+    assert "gw:edit:RID123" not in custom_ids(five, editable=False)
+
+
+def test_a_decided_message_keeps_neither_the_select_nor_the_edit_button() -> None:
+    offers = {"grant_choices": offered(3600, until_revoked=False), "editable": True}
+    _embed, pending = as_it_stands(view(**offers))
+    assert pending is not None
+    assert {getattr(item, "custom_id", "") for item in pending.children} >= {
+        "gw:grant:RID123",
+        "gw:edit:RID123",
+    }
+    info = {"channel": "discord", "user_id": "42", "name": "bob", "allowed": "f in this run"}
+    embed, after = as_it_stands(
+        view(**offers, status="approved", user_info=info, responded_at=REQUESTED)
+    )
+    assert after is None
+    assert "and allowed f in this run" in str(embed.fields[-1].value)

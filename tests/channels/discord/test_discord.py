@@ -52,7 +52,12 @@ async def test_posts_an_embed_with_buttons_and_no_pings(
     )
     rid, message = made.rid, posted_message(fake, "post-1")
     assert message["channel_id"] == CHANNEL
-    assert custom_ids(message) == [f"gw:approve:{rid}", f"gw:reject:{rid}"]
+    assert custom_ids(message) == [
+        f"gw:approve:{rid}",
+        f"gw:edit:{rid}",
+        f"gw:reject:{rid}",
+        f"gw:grant:{rid}",
+    ]
     embed = message["embeds"][0]
     assert "drop\\_table" in embed["title"] and "r1" in embed["title"]
     assert [f["name"] for f in embed["fields"]] == ["name", "note"]
@@ -127,7 +132,7 @@ async def test_a_reject_option_decides_with_its_prompt_fill(
     )
     rid = made.rid
     message = posted_message(fake, "option-1")
-    assert custom_ids(message)[2:] == [f"gw:option:0:{rid}", f"gw:option:1:{rid}"]
+    assert custom_ids(message)[3:5] == [f"gw:option:0:{rid}", f"gw:option:1:{rid}"]
     clicked = await fake.click(f"gw:option:0:{rid}", message_id=message["id"], user_id=BOB)
     assert (await fake.wait_for_callback(clicked))["type"] == UPDATE_MESSAGE
     status = (await get(gateway, "option-1"))["status"]

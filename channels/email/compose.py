@@ -3,7 +3,8 @@
 A request email is multipart/alternative (text + HTML from `templates/email/`), with its
 own Message-ID, a per-request Reply-To (`local+<token>@domain`) and `Auto-Submitted` so
 vacation responders stay quiet. A request's own `email.template` (where its project allows
-agent templates) is rendered by `agent_template` and handed in as `html`.
+agent templates) is rendered by `agent_template` and handed in as `html`. Where a standing
+grant is offered, a line under the instructions says how to ask for one by reply.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from email import policy
 from email.headerregistry import BaseHeader, HeaderRegistry, MessageIDHeader
 from email.message import EmailMessage
 from email.utils import formatdate
+from html import escape
 from pathlib import Path
 from typing import Any, cast
 
@@ -23,10 +25,12 @@ from channels.email import tokens
 from channels.email.settings import EmailSettings
 from gateway.lifecycle import Kind
 from gateway.seam import RequestView, Target, origin_line, shorten
+from gateway.seam.replies import grant_hint
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "email"
 AGENTS_OWN = "spec.channel"  # the `via` of the targets a request's own spec.channel named
 VALUE_LIMIT = 10_000  # characters of one argument before it is cut with a link
+HOW_TO_ANSWER = "Reply APPROVE, or REJECT followed by your reason."  # as the templates say
 _files = jinja2.Environment(
     loader=jinja2.FileSystemLoader(TEMPLATES),
     autoescape=jinja2.select_autoescape(["html.j2"]),
@@ -149,11 +153,32 @@ def request_message(
     _thread_headers(message, options, _own(thread, key, to))
     message["Auto-Submitted"] = "auto-generated"
     message["X-Auto-Response-Suppress"] = "All"  # Outlook's out-of-office replies
-    message.set_content(_files.get_template("request.txt.j2").render(context))
-    message.add_alternative(
-        html or _files.get_template("request.html.j2").render(context), subtype="html"
-    )
+    hint = _grant_hint(request)
+    message.set_content(_text_with(hint, _files.get_template("request.txt.j2").render(context)))
+    ours = _files.get_template("request.html.j2").render(context)
+    message.add_alternative(html or _html_with(hint, ours), subtype="html")
     return message
+
+
+def _grant_hint(request: RequestView) -> str | None:
+    """How to ask for a standing grant by reply, where the request offers one."""
+    if request.kind != Kind.FUNCTION_CALL:
+        return None
+    return grant_hint(request.grant_choices, str(request.spec.get("fn") or "this function"))
+
+
+def _text_with(hint: str | None, text: str) -> str:
+    """The text with `hint` on the line under the instructions (the last line that is
+    them: an argument's lines are indented, an option's start with "*")."""
+    before, found, after = text.rpartition(f"\n{HOW_TO_ANSWER}\n")
+    return f"{before}{found}{hint}\n{after}" if hint and found else text
+
+
+def _html_with(hint: str | None, html: str) -> str:
+    """Our HTML with `hint` under the instructions (what agents wrote is escaped, so only
+    the template has this paragraph)."""
+    before, found, after = html.rpartition(f"<p><strong>{HOW_TO_ANSWER}</strong></p>")
+    return f"{before}{found}\n<p>{escape(hint)}</p>{after}" if hint and found else html
 
 
 def _own(thread: list[str] | None, key: bytes, to: str) -> list[str] | None:
@@ -261,5 +286,6 @@ def reminder(
     one = to[0] if len(to) == 1 else None
     message["Reply-To"] = tokens.reply_address(settings.reply_base, request.rid, key, one)
     context = _context(request, None) | {"reminder": text}
-    message.set_content(_files.get_template("reminder.txt.j2").render(context))
+    body = _files.get_template("reminder.txt.j2").render(context)
+    message.set_content(_text_with(_grant_hint(request), body))
     return message

@@ -4,6 +4,10 @@ In order: ignore automatic mail; find the request (the reply address's token, th
 thread's Message-IDs, each with a MAC); check the sender (one clean From address that the
 request was sent to, DMARC when required); read the intent; decide (first wins). A person
 who wrote gets one threaded answer: a confirmation, or why nothing changed.
+
+"approve for 1h" approves and gives a standing grant (`Verb.GRANT`). Where the request
+offers no grant (a quorum, a rule's `grants = false`) or not that one, the core refuses it
+and nothing is decided: the person is told why, so nobody believes a grant exists.
 """
 
 from __future__ import annotations
@@ -37,10 +41,12 @@ from gateway.seam import (
     describe,
     responders_through,
 )
+from gateway.seam.grants import GrantChoice
+from gateway.seam.replies import grant_hint
 
 log = logging.getLogger(__name__)
 
-HOW_TO_ANSWER = "Reply APPROVE, or REJECT followed by your reason."
+HOW_TO_ANSWER = compose.HOW_TO_ANSWER
 MAX_TOKENS = 8  # a reply names one request; more tokens than this are not looked up
 Send = Callable[[EmailMessage, list[str]], Awaitable[None]]
 Key = Callable[[], bytes]  # the key of reply tokens, derived from GATEWAY_SECRET_KEY
@@ -157,10 +163,14 @@ class Inbox:
         if voter != sender:
             extra["by"] = BY_LIST
         who = Responder(AnsweredIn.EMAIL, address, signer or sender, email=address, extra=extra)
-        verb = _VERBS[intent.verdict]
-        choice = intent.option_name
+        verb = Verb.GRANT if intent.grant else _VERBS[intent.verdict]
         outcome = await self.answers.answer(
-            request.rid, verb, who, text=intent.comment, choice=choice
+            request.rid,
+            verb,
+            who,
+            text=intent.comment,
+            choice=intent.option_name,
+            grant=intent.grant.value if intent.grant else None,
         )
         if isinstance(outcome, Refused):
             if outcome.why == Refusal.DECIDED:
@@ -168,9 +178,9 @@ class Inbox:
             if outcome.why == Refusal.UNCLEAR:  # pending still; the reply is in the audit trail
                 await self._tell(message, sender, request.rid, outcome.message)
                 return Handled("unclear", outcome.message, request.rid)
-            return await self._refuse(
-                message, request, sender, f"{outcome.message}. {HOW_TO_ANSWER}"
-            )
+            grant = intent.grant and _no_grant(request, intent.grant, outcome)
+            why = grant or f"{outcome.message}. {HOW_TO_ANSWER}"
+            return await self._refuse(message, request, sender, why)
         await self._tell(message, sender, request.rid, _recorded(outcome.request, intent))
         return Handled("decided", outcome.request.status, request.rid)
 
@@ -259,6 +269,20 @@ _VERBS = {
 }
 
 
+def _no_grant(request: RequestView, asked: GrantChoice, refused: Refused) -> str | None:
+    """Why the grant a reply asked for was refused, and what to reply instead; None when
+    the refusal is not about the grant."""
+    hint = grant_hint(request.grant_choices, str(request.spec.get("fn") or "this function"))
+    if hint is None and refused.why == Refusal.NOT_ALLOWED:  # a quorum, `grants = false`
+        return (
+            f"{refused.message}. Reply APPROVE to approve it without a standing grant, "
+            "or REJECT followed by your reason."
+        )
+    if hint is not None and refused.why == Refusal.INVALID:  # not that duration
+        return f"a standing grant {asked.duration} is not offered on this request. {hint}"
+    return None
+
+
 def _read_as(intent: reading.Intent) -> str:
     """How the reply was read, first, so a person who meant something else finds out at once."""
     if intent.reading is not None:
@@ -278,9 +302,22 @@ def _recorded(row: RequestView, intent: reading.Intent) -> str:
         Status.REJECTED: "rejected",
         Status.RESPONDED: "answered",
     }
-    line = _read_as(intent) + f"Recorded: {what.get(row.status, row.status)} by you at {when}."
+    line = _read_as(intent) + f"Recorded: {what.get(row.status, row.status)} by you at {when}"
+    line += _granted(row, intent) + "."
     if row.comment and row.status == Status.REJECTED:
         line += f"\nReason: {row.comment}"
     if row.response:
         line += f"\nAnswer: {row.response}"
     return line
+
+
+def _granted(row: RequestView, intent: reading.Intent) -> str:
+    """ ", and allowed read_file in this run, for 1 hour": the grant this approval gave (the
+    core gives the one asked for, or refuses the answer)."""
+    if intent.grant is None or row.status != Status.APPROVED:
+        return ""
+    fn = str(row.spec.get("fn") or "this function")
+    return (
+        f", and allowed {intent.grant.sentence(fn)}.\n"
+        "Calls it covers are approved at once, without asking you"
+    )

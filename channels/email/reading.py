@@ -5,7 +5,8 @@ cut by `gateway.seam.new_text` (quotes under an attribution, signatures, "Sent f
 quoted header blocks), so the quoted request ("reply APPROVE or REJECT") is never read. An
 approval is read by `gateway.seam.read_reply`, the rule every text channel shares: a plain
 yes approves, a plain no rejects with the text as the comment, and anything else is
-unclear: it decides nothing and the person is asked again.
+unclear: it decides nothing and the person is asked again. An approval may ask for a
+standing grant ("approve for 1h", `Intent.grant`): email can give one.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from channels.email.html import html_to_text
 from gateway.lifecycle import Kind
 from gateway.seam import Reading, first_line, new_text, read_reply
 from gateway.seam import Verdict as ReplyVerdict
+from gateway.seam.grants import GrantChoice
 
 MAX_BODY_CHARS = 20_000
 MAX_LINE_CHARS = 1_000
@@ -126,9 +128,9 @@ def intent_of(message: EmailMessage, *, kind: Kind, options: list[dict[str, Any]
         return intent
     seen = _new_text(html, signer)
     second = read_intent(seen, kind=kind, options=options, signer=signer)
-    return (
-        intent if second.verdict == "approve" else Intent("unclear", seen, reading=second.reading)
-    )
+    if second.verdict == "approve" and second.grant == intent.grant:
+        return intent
+    return Intent("unclear", seen, reading=second.reading)
 
 
 def display_name(message: EmailMessage) -> str | None:
@@ -151,6 +153,7 @@ class Intent:
     option_name: str | None = None
     # How an approve/reject reply was read, to tell the person; not part of the decision.
     reading: Reading | None = field(default=None, compare=False)
+    grant: GrantChoice | None = None  # the standing grant an approval asks for ("for 1h")
 
 
 def _after(line: str, word: str) -> str | None:
@@ -206,9 +209,9 @@ def read_intent(
         return option
     if kind == Kind.HUMAN_CONTACT:
         return Intent("response", text.strip())
-    reading = read_reply(text, signer=signer)
+    reading = read_reply(text, signer=signer, grants=True)
     if reading.verdict is ReplyVerdict.APPROVE:
-        return Intent("approve", reading=reading)
+        return Intent("approve", reading=reading, grant=reading.grant)
     if reading.verdict is ReplyVerdict.REJECT:
         return _reject(text, reading)
     return Intent("unclear", text.strip(), reading=reading)

@@ -111,9 +111,10 @@ def _reply(
         if text is None:
             return Refused(Refusal.MISSING_TEXT, "type an answer first")
         return Decision(Event.RESPOND, who, response=text), None
-    reading = read_reply(text or "", signer=_signer(who))
-    if reading.verdict is Verdict.APPROVE:
-        return Decision(Event.APPROVE, who), reading
+    reading = read_reply(text or "", signer=_signer(who), grants=True)
+    if reading.verdict is Verdict.APPROVE:  # "approve for 1h" also asks for a grant
+        grant = reading.grant.value if reading.grant else None
+        return Decision(Event.APPROVE, who, grant=grant), reading
     if reading.verdict is Verdict.REJECT:
         return Decision(Event.REJECT, who, comment=text or default_rejection(who)), reading
     return Refused(Refusal.UNCLEAR, reading.sentence)

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import pytest
 
+from gateway.seam.grants import offered
 from gateway.seam.replies import (
     QUOTE_LIMIT,
     Reading,
     Verdict,
     first_line,
+    grant_hint,
     new_text,
     read_reply,
     tokens,
@@ -239,3 +241,90 @@ def test_first_line_skips_blank_lines() -> None:
 )
 def test_hostile_replies_are_read_in_linear_time(text: str) -> None:
     assert read_reply(text, signer="Alice Smith").verdict is not Verdict.APPROVE
+
+
+# --- "approve for 1h": a standing grant ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("approve for 1h", "run:3600"),
+        ("Approve for 30 minutes", "run:1800"),
+        ("approved for 2 hours", "run:7200"),
+        ("yes for 15m", "run:900"),
+        ("yes for 1 h", "run:3600"),
+        ("approve for an hour, thanks!", "run:3600"),
+        ("approve for 1d", "run:86400"),
+        ("approve for 3 days", "run:259200"),  # read as asked: the core refuses what it lacks
+        ("approve for 1h this run", "run:3600"),
+        ("approve for 1h in this run", "run:3600"),
+        ("approve for 1h exactly", "args:3600"),
+        ("approve for 1h these arguments", "args:3600"),
+        ("approve for 1h with these exact arguments", "args:3600"),
+        ("approve for 1h any run", "key:3600"),
+        ("approve for 1h for this agent", "key:3600"),
+        ("approve until revoked", "run:forever"),
+        ("Hi Bob,\napprove for 4h\n\nThanks,\nAlice", "run:14400"),
+    ],
+)
+def test_a_first_line_that_asks_for_a_grant_approves_with_that_grant(text: str, value: str) -> None:
+    reading = read_reply(text, signer="Alice", grants=True)
+    assert reading.verdict is Verdict.APPROVE
+    assert reading.grant is not None and reading.grant.value == value
+
+
+def test_a_grant_reading_says_what_it_allows() -> None:
+    reading = read_reply("approve for 1h", grants=True)
+    assert reading.sentence == (
+        "We read your reply as an approval that also allows this function in this run, "
+        'for 1 hour ("approve for 1h").'
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "approve. for 1h I'll be away",  # a sentence ends before "for"
+        "approve\nfor 1h",  # not on one line
+        "approve for 1h I'll be away",
+        "approve for 1h from Monday",
+        "approve for 1h all runs",  # not a scope it knows: no silent default
+        "approve for 1h this run exactly",
+        "approve for 1h?",
+        "approve for 1h not",
+        "approve for 1h\nbut not on prod",
+        "approve for 1.5h",
+        "approve for 1",
+        "approve for a while",
+        "approve for next week",
+        "approve for staging",
+        "ok for 1h",  # only approve, approved and yes ask for a grant
+        "please approve for 1h",
+        "don't approve for 1h",
+        "approve for 1h\n> no",
+    ],
+)
+def test_look_alikes_ask_for_no_grant(text: str) -> None:
+    reading = read_reply(text, grants=True)
+    assert reading.grant is None
+    assert reading.verdict is not Verdict.APPROVE
+
+
+@pytest.mark.parametrize("text", ["approve for 1h", "yes for 15m exactly", "approve until revoked"])
+def test_without_grants_a_grant_reply_stays_unclear_as_before(text: str) -> None:
+    reading = read_reply(text)  # a caller that cannot give a grant never approves without it
+    assert (reading.verdict, reading.grant) == (Verdict.UNCLEAR, None)
+    assert read_reply(text, grants=True).approved
+
+
+def test_the_grant_hint_lists_what_is_offered() -> None:
+    assert grant_hint((), "read_file") is None
+    assert grant_hint(offered(8 * 3600, False), "read_file") == (
+        'Reply "approve for 1h" to approve and also allow read_file in this run for 1 hour '
+        '(15m, 1h, 4h or 8h; add "exactly" or "any run" for another scope).'
+    )
+    assert grant_hint(offered(1800, True), "f") == (
+        'Reply "approve for 15m" to approve and also allow f in this run for 15 minutes '
+        '(15m or 30m, or "approve until revoked"; add "exactly" or "any run" for another scope).'
+    )

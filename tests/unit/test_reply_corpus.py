@@ -121,3 +121,14 @@ def test_html_readings_are_counted() -> None:
     print(f"\nhtml: {len(HTML_EVERY)} replies; mistakes by (labelled, read): {dict(mistakes)}")
     approvals = [html for html, expected in HTML_EVERY if expected is Verdict.APPROVE]
     assert sum(html_reading(html) is Verdict.APPROVE for html in approvals) >= len(approvals) // 2
+
+
+def test_reading_for_grants_changes_no_reading_of_the_corpus() -> None:
+    """No reply here asks for a standing grant ("approve for 1h"): a channel that can give
+    one reads every one of them exactly as before, "Approved for next week" included."""
+    changed = [
+        text
+        for text, _ in EVERY
+        if read_reply(text, signer=SENDER, grants=True) != read_reply(text, signer=SENDER)
+    ]
+    assert changed == []

@@ -22,7 +22,10 @@ from typing import Any
 import pytest
 
 from gateway.cli.claude_hook import HookInput, call_id_for
+from gateway.seam import Answered, Responder, Verb
+from gateway.vocabulary import AnsweredIn
 from gateway.wire.models import is_call_id
+from tests.factories import rid_of
 from tests.helpers import eventually
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings, write_config
 from tests.services.net import free_port
@@ -195,6 +198,35 @@ async def test_rejected_denies_with_the_persons_comment(
     result = await asyncio.wait_for(running, WITHIN)
 
     assert result.decision == deny(event, "not on a Friday")
+
+
+def with_edited_input(expected: dict[str, Any], edited: dict[str, Any]) -> dict[str, Any]:
+    """An allow that runs the tool with the person's input: PreToolUse's `updatedInput` beside
+    the decision, PermissionRequest's in it (the documented shapes)."""
+    output = expected["hookSpecificOutput"]
+    if output["hookEventName"] == "PreToolUse":
+        return {"hookSpecificOutput": output | {"updatedInput": edited}}
+    return {
+        "hookSpecificOutput": output | {"decision": output["decision"] | {"updatedInput": edited}}
+    }
+
+
+@pytest.mark.parametrize("event", EVENTS)
+async def test_approved_with_edited_input_allows_the_edited_input(
+    sqlite_gateway: RunningGateway, hook: Hook, event: str
+) -> None:
+    running = await hook.start(hook_input(event), "--timeout", "30", **client(sqlite_gateway))
+    call = await one_call(sqlite_gateway)
+    edited = {"command": "npm test -- --runInBand", "description": "Run the tests"}
+
+    alice = Responder(AnsweredIn.SLACK, "U0ALICE", "Alice")
+    rid = await rid_of(sqlite_gateway, call["call_id"])
+    answers = sqlite_gateway.context("slack").answers
+    assert isinstance(await answers.answer(rid, Verb.EDIT, alice, edited=edited), Answered)
+    result = await asyncio.wait_for(running, WITHIN)
+
+    expected = allow(event, "Approved by Alice (slack) with edited input")
+    assert result.decision == with_edited_input(expected, edited)
 
 
 def still_pending(call_id: str) -> str:

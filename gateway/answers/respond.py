@@ -24,7 +24,7 @@ from gateway.wire.models import FunctionCallStatusIn, HumanContactStatusIn
 from gateway.wire.output import to_wire
 
 # Set by the gateway from the key, never by the caller: who the vote is (`votes.person_of`).
-IDENTITY = ("channel", "key", "person", "by")
+IDENTITY = ("channel", "key", "person", "by", "allowed", "grant", "granted_by")
 
 
 def api_user_info(caller: Caller, given: dict[str, Any] | None) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from gateway.answers import respond
 from gateway.api.auth import AdminDep, CallerDep, ResponderDep
 from gateway.api.body import StrictJSONRoute
 from gateway.api.limits import CreatorDep
+from gateway.api.outputs import FunctionCall, FunctionCallPage, answering
 from gateway.api.statuses import AUTHENTICATED, CREATE, DECIDE, ESCALATE, HEALTH, LIST, READ_ONE
 from gateway.lifecycle import Kind, Status
 from gateway.wire.models import (
@@ -49,12 +50,12 @@ IdempotencyKey = Annotated[
 Wire = dict[str, Any]
 
 
-@router.post("/function_calls", tags=["function calls"], responses=CREATE)
+@router.post("/function_calls", tags=["function calls"], responses=answering(FunctionCall, CREATE))
 async def create_function_call(body: FunctionCallIn, caller: CreatorDep) -> Wire:
     return await intake.create(caller.core, caller, Kind.FUNCTION_CALL, body)
 
 
-@router.get("/function_calls", tags=["function calls"], responses=LIST)
+@router.get("/function_calls", tags=["function calls"], responses=answering(FunctionCallPage, LIST))
 async def list_function_calls(
     caller: CallerDep,
     status: Status | None = None,
@@ -73,12 +74,20 @@ async def list_function_calls(
     )
 
 
-@router.get("/function_calls/{call_id}", tags=["function calls"], responses=READ_ONE)
+@router.get(
+    "/function_calls/{call_id}",
+    tags=["function calls"],
+    responses=answering(FunctionCall, READ_ONE),
+)
 async def get_function_call(call_id: str, caller: CallerDep, wait: Wait = None) -> Wire:
     return await intake.get(caller.core, caller, Kind.FUNCTION_CALL, call_id, wait=wait)
 
 
-@router.post("/agent/function_calls/{call_id}/respond", tags=["function calls"], responses=DECIDE)
+@router.post(
+    "/agent/function_calls/{call_id}/respond",
+    tags=["function calls"],
+    responses=answering(FunctionCall, DECIDE),
+)
 async def respond_function_call(
     call_id: str,
     body: FunctionCallStatusIn,
@@ -91,14 +100,20 @@ async def respond_function_call(
 
 
 @router.post(
-    "/agent/function_calls/{call_id}/escalate_email", tags=["function calls"], responses=ESCALATE
+    "/agent/function_calls/{call_id}/escalate_email",
+    tags=["function calls"],
+    responses=answering(FunctionCall, ESCALATE),
 )
 async def escalate_function_call(call_id: str, body: Escalation, caller: AdminDep) -> Wire:
     row = await intake.find(caller.core, caller, Kind.FUNCTION_CALL, call_id)
     return await escalation.escalate(caller.core, row, body)
 
 
-@router.get("/agent/function_calls/pending", tags=["function calls"], responses=LIST)
+@router.get(
+    "/agent/function_calls/pending",
+    tags=["function calls"],
+    responses=answering(FunctionCallPage, LIST),
+)
 async def pending_function_calls(caller: CallerDep, limit: Limit = 100, offset: Offset = 0) -> Wire:
     return await intake.listing(
         caller.core,

@@ -37,5 +37,8 @@ ESCALATE = DECIDE
 MANAGE = responses(401, 403, 503)
 MANAGE_ONE = responses(401, 403, 404, 503)
 MANAGE_LIST = responses(401, 403, 422, 503)
+# A revoke is a DELETE: it sits behind BodyLimit (413) like any route that may carry a body.
+REVOKE_ONE = responses(401, 403, 404, 413, 503)
+REVOKE = responses(401, 403, 404, 413, 422, 503)
 AUTHENTICATED = responses(401, 503)
 HEALTH = responses(503)

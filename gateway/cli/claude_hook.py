@@ -8,8 +8,9 @@ Claude Code runs the command with the hook's JSON on stdin and reads the decisio
   `transcript_path`, `cwd`, `permission_mode`, `hook_event_name`, `tool_name`, `tool_input`,
   and for PreToolUse `tool_use_id`; PermissionRequest comes "without `tool_use_id`".
 - PreToolUse output (#pretooluse-decision-control): `{"hookSpecificOutput": {"hookEventName":
-  "PreToolUse", "permissionDecision": "allow"|"deny"|"ask", "permissionDecisionReason": …}}`;
-  a deny's reason is shown to Claude, an allow's to the user.
+  "PreToolUse", "permissionDecision": "allow"|"deny"|"ask", "permissionDecisionReason": …,
+  "updatedInput"?}}`; a deny's reason is shown to Claude, an allow's to the user, and
+  `updatedInput` replaces the tool's input before it runs.
 - PermissionRequest output (#permissionrequest-decision-control): `{"hookSpecificOutput":
   {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"|"deny",
   "updatedInput"?, "message"? (deny only: tells Claude why), "interrupt"?}}}`.
@@ -118,10 +119,13 @@ def _object(data: dict[str, Any], name: str, event: str) -> dict[str, Any]:
 class Verdict:
     allow: bool
     reason: str
+    # The tool input the person approved instead of Claude's (`status.updated_kwargs`).
+    updated_input: dict[str, Any] | None = None
 
 
 def output(event: str, verdict: Verdict) -> dict[str, Any]:
     """The hook's decision JSON for `event`."""
+    edited = {"updatedInput": verdict.updated_input} if verdict.updated_input is not None else {}
     if event == "PreToolUse":
         return {
             "hookSpecificOutput": {
@@ -129,9 +133,12 @@ def output(event: str, verdict: Verdict) -> dict[str, Any]:
                 "permissionDecision": "allow" if verdict.allow else "deny",
                 "permissionDecisionReason": verdict.reason,
             }
+            | edited
         }
     decision = (
-        {"behavior": "allow"} if verdict.allow else {"behavior": "deny", "message": verdict.reason}
+        {"behavior": "allow"} | edited
+        if verdict.allow
+        else {"behavior": "deny", "message": verdict.reason}
     )
     return {"hookSpecificOutput": {"hookEventName": event, "decision": decision}}
 
@@ -160,8 +167,11 @@ def verdict_of(record: Mapping[str, Any]) -> Verdict | None:
         return None
     comment = status.get("comment") or ""
     if approved is True:
-        who = _who(status.get("user_info") or {})
-        return Verdict(True, f"Approved by {who}: {comment}" if comment else f"Approved by {who}")
+        edited = status.get("updated_kwargs")  # the person's edit of the tool input, if any
+        edited = edited if isinstance(edited, dict) else None
+        how = f"Approved by {_who(status.get('user_info') or {})}"
+        how += "" if edited is None else " with edited input"
+        return Verdict(True, f"{how}: {comment}" if comment else how, edited)
     # The gateway gives every rejection a comment ("Rejected in … by …" when nobody wrote one).
     return Verdict(False, comment or f"Rejected by {_who(status.get('user_info') or {})}")
 

@@ -1,4 +1,4 @@
-"""`gateway` (also `python -m gateway`): serve, keys, webhooks, decisions, checks."""
+"""`gateway` (also `python -m gateway`): serve, keys, grants, webhooks, decisions, checks."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import json
 import socket
 import sys
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import Any
 
 from channels.discord.channel import DiscordChannel
@@ -26,7 +27,10 @@ from gateway.doors import channel_context, offline_context
 from gateway.errors import GatewayError, NotFound
 from gateway.lifecycle import Event, Kind, Status
 from gateway.outbox.webhooks import add_endpoint
+from gateway.policies import grants
 from gateway.runtime.logs import configure_logging, install_access_log_filter, uvicorn_log_config
+from gateway.seam.grants import GrantView
+from gateway.seam.people import Responder
 from gateway.seam.sentences import progress_line
 from gateway.seam.views import load_progress
 from gateway.settings import Settings
@@ -169,6 +173,87 @@ async def keys_revoke(core: Core, args: argparse.Namespace) -> int:
     count = await core.db.write(project_store.revoke_key, args.key)
     print(f"revoked {count} key(s)")
     return 0 if count else 1
+
+
+def _cli_name() -> str:
+    """Who revoked, in the audit trail: the operator at this shell."""
+    return f"cli:{getpass.getuser()}"
+
+
+def _moment(value: datetime | None, otherwise: str = "-") -> str:
+    return otherwise if value is None else value.isoformat(timespec="seconds")
+
+
+def _expiry(grant: GrantView) -> str:
+    if grant.revoked_at is not None:
+        return f"revoked {_moment(grant.revoked_at)} by {grant.revoked_by or '?'}"
+    if not grant.live:
+        return f"expired {_moment(grant.expires_at)}"
+    return _moment(grant.expires_at, "until revoked")
+
+
+def _granted_by(grant: GrantView) -> str:
+    who = Responder.of(grant.granted_by)
+    return "-" if who is None else f"{who.name} ({who.via})"
+
+
+GRANT_COLUMNS = ("id", "project", "key", "what", "granted by", "expires", "uses", "last used")
+
+
+def _grant_line(grant: GrantView) -> str:
+    shown = (
+        grant.id,
+        grant.project,
+        grant.key,
+        grant.what,
+        _granted_by(grant),
+        _expiry(grant),
+        grant.uses,
+        _moment(grant.last_used_at),
+    )
+    return "\t".join(map(str, shown))
+
+
+async def grants_list(core: Core, args: argparse.Namespace) -> int:
+    project_id = None if args.project is None else await _project_id(core, args.project)
+    found = await grants.listing(core, project_id=project_id, live_only=not args.all)
+    if not found:
+        print("no grants" if args.all else "no live grants")
+        return 0
+    print("\t".join(GRANT_COLUMNS))
+    for grant in found:
+        print(_grant_line(grant))
+    return 0
+
+
+async def grants_revoke(core: Core, args: argparse.Namespace) -> int:
+    if (args.id is None) == (args.key is None):
+        print("error: give either a grant's id or --key NAME", file=sys.stderr)
+        return 2
+    if args.key is not None:
+        return await _revoke_key_grants(core, args.project or bootstrap.DEFAULT_PROJECT, args.key)
+    project_id = None if args.project is None else await _project_id(core, args.project)
+    revoked = await grants.revoke_ids(core, [args.id], _cli_name(), project_id=project_id)
+    if not revoked:
+        where = "" if args.project is None else f" in project {args.project!r}"
+        print(f"error: no grant with id {args.id!r}{where}", file=sys.stderr)
+        return 1
+    [grant] = revoked
+    print(f"revoked grant {grant.id}: {grant.what} ({_expiry(grant)})")
+    return 0
+
+
+async def _revoke_key_grants(core: Core, project: str, key_name: str) -> int:
+    project_id = await _project_id(core, project)
+    try:
+        revoked = await grants.revoke_key(core, project_id, key_name, _cli_name())
+    except NotFound:
+        print(f"error: no API key named {key_name!r} in project {project!r}", file=sys.stderr)
+        return 1
+    for grant in revoked:
+        print(f"revoked grant {grant.id}: {grant.what}")
+    print(f"revoked {len(revoked)} grant(s) of key {key_name!r} in project {project!r}")
+    return 0
 
 
 async def _project_id(core: Core, name: str, *, create: bool = False) -> int:
@@ -333,6 +418,19 @@ def _parser() -> argparse.ArgumentParser:
     p = keys.add_parser("revoke")
     p.add_argument("key", help="the key's id or prefix")
     p.set_defaults(run=_with_core(keys_revoke))
+
+    standing = commands.add_parser(
+        "grants", help="standing grants people gave with 'Approve and allow…'"
+    ).add_subparsers(dest="action", required=True)
+    p = standing.add_parser("list", help="live grants (id, project, key, what, who, expiry, uses)")
+    p.add_argument("--project", help="only this project's (default: every project's)")
+    p.add_argument("--all", action="store_true", help="also revoked and expired grants")
+    p.set_defaults(run=_with_core(grants_list))
+    p = standing.add_parser("revoke", help="revoke a grant by id, or every live grant of a key")
+    p.add_argument("id", nargs="?", help="the grant's id (from grants list)")
+    p.add_argument("--key", help="revoke every live grant of the agent key with this name")
+    p.add_argument("--project", help=f"the project (--key: default {bootstrap.DEFAULT_PROJECT})")
+    p.set_defaults(run=_with_core(grants_revoke))
 
     hooks = commands.add_parser("webhooks", help="webhook endpoints").add_subparsers(
         dest="action", required=True

@@ -12,6 +12,10 @@ PENDING_APPROVAL = (
     "No decision yet; a person may take minutes or hours. Do not perform the action. "
     "Call get_decision with this call_id to keep waiting."
 )
+EDITED = (
+    "The person approved it with edited arguments: perform the action with `arguments`, "
+    "not the ones you asked with."
+)
 PENDING_ANSWER = (
     "No answer yet; a person may take minutes or hours. "
     "Call get_answer with this call_id to keep waiting."
@@ -39,13 +43,14 @@ def decision(wire: dict[str, Any]) -> dict[str, Any]:
             {"progress": progress} if (progress := _progress(wire)) else {}
         )
     info = wire["status"].get("user_info") or {}
+    edited = edited_arguments(wire)
     return {
         "status": status,  # approved, rejected (an expired deadline is a rejection), cancelled
         "call_id": call_id,
         "comment": wire["status"].get("comment"),
         "decided_by": _who(info),
         "decided_in": info.get("channel"),
-    }
+    } | ({} if edited is None else {"arguments": edited, "message": EDITED})
 
 
 def answer(wire: dict[str, Any]) -> dict[str, Any]:
@@ -66,12 +71,22 @@ def answer(wire: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def edited_arguments(wire: dict[str, Any]) -> dict[str, Any] | None:
+    """The arguments the person approved instead of the agent's (`status.updated_kwargs`),
+    when they edited them before approving."""
+    edited = wire["status"].get("updated_kwargs")
+    return edited if isinstance(edited, dict) else None
+
+
 def permission(wire: dict[str, Any], tool_input: dict[str, Any]) -> str:
-    """The text Claude Code's --permission-prompt-tool expects: allow with the input, or deny
-    with a message. Anything but an approval is a denial: a timeout never allows."""
+    """The text Claude Code's --permission-prompt-tool expects: allow with the input (as the
+    person edited it, if they did), or deny with a message. Anything but an approval is a
+    denial: a timeout never allows."""
     status = wire["gateway_status"]
     if status == "approved":
-        return json.dumps({"behavior": "allow", "updatedInput": tool_input})
+        edited = edited_arguments(wire)
+        allowed = tool_input if edited is None else edited
+        return json.dumps({"behavior": "allow", "updatedInput": allowed})
     if status == "rejected":
         comment = wire["status"].get("comment") or "Denied by a person through the gateway."
         return json.dumps({"behavior": "deny", "message": comment})

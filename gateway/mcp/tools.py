@@ -106,7 +106,8 @@ async def request_approval(
     rejects it with a comment. Waits up to wait_seconds and returns {status: "approved" |
     "rejected", comment, decided_by, call_id}, or {status: "pending", call_id} when nobody has
     decided yet: then call get_decision with that call_id. Perform the action only after
-    status "approved"; on "rejected", read the comment and do not perform it."""
+    status "approved", with the `arguments` it returns if it has them (the person edited
+    yours); on "rejected", read the comment and do not perform it."""
     spec: dict[str, Any] = {"fn": action, "kwargs": arguments, "channel": _route(team, person)}
     wire = await _create(
         ctx, Kind.FUNCTION_CALL, "request_approval", spec, wait_seconds, reason=reason
@@ -118,9 +119,10 @@ async def get_decision(
     call_id: CallIdArg, ctx: Context, wait_seconds: Wait = WAIT_DEFAULT
 ) -> dict[str, Any]:
     """Wait for the decision on an approval request made with request_approval (its call_id).
-    Returns {status: "approved" | "rejected", comment, decided_by} or, if nobody has decided
-    within wait_seconds, {status: "pending"} again: call this again, as often as needed; a
-    person may take hours. Reading never changes the request."""
+    Returns {status: "approved" | "rejected", comment, decided_by} (and `arguments` to use
+    instead of yours when the person edited them) or, if nobody has decided within
+    wait_seconds, {status: "pending"} again: call this again, as often as needed; a person may
+    take hours. Reading never changes the request."""
     wire = await _read(ctx, Kind.FUNCTION_CALL, call_id, wait_seconds)
     return results.decision(wire)
 
@@ -178,8 +180,9 @@ async def permission_prompt(
     ] = None,
 ) -> str:
     """For Claude Code's --permission-prompt-tool: asks a person to approve this tool use and
-    returns Claude Code's permission JSON, allow with the input or deny with the person's
-    comment. If nobody decides in time it denies and says the request is still pending."""
+    returns Claude Code's permission JSON, allow with the input (as the person edited it, if
+    they did) or deny with the person's comment. If nobody decides in time it denies and says
+    the request is still pending."""
     spec: dict[str, Any] = {"fn": tool_name, "kwargs": input}
     if tool_use_id is not None:
         spec["state"] = {"tool_use_id": tool_use_id}

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from gateway.core import Core
-from gateway.errors import InvalidInput, NotAllowed
+from gateway.errors import InvalidInput, NotAllowed, NotFound
 from gateway.lifecycle import Kind, Status
 from gateway.policies import votes
 from gateway.policies.plans import Plan
@@ -25,6 +25,7 @@ from gateway.seam.grants import GrantChoice, GrantView, offered
 from gateway.security.crypto import new_rid
 from gateway.store import Tx, dumps, utcnow
 from gateway.store import grants as grant_store
+from gateway.store import projects as project_store
 from gateway.store import requests as request_store
 from gateway.store.rows import GrantRow, RequestRow, changed
 from gateway.vocabulary import AnsweredIn, AuditEvent, GrantScope
@@ -184,7 +185,11 @@ async def revoke_ids(
 
 
 async def revoke_key(core: Core, project_id: int, key_name: str, by: str) -> list[GrantView]:
-    """Revoke every live grant of one agent key (by its name) in a project."""
+    """Revoke every live grant of one agent key (by its name) in a project; NotFound for a
+    key name the project does not have (a typo must not look like a revoke of nothing)."""
+    keys = await core.db.read(project_store.list_keys, project_id)
+    if not any(key.name == key_name for key, _project in keys):
+        raise NotFound(f"no API key named {key_name!r} in this project")
     live = await listing(core, project_id=project_id, live_only=True)
     return await revoke_ids(core, [v.id for v in live if v.key == key_name], by)
 

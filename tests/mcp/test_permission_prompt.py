@@ -13,8 +13,11 @@ from typing import Any
 import pytest
 
 from gateway.mcp import tools
+from gateway.seam import Answered, Responder, Verb
+from gateway.vocabulary import AnsweredIn
+from tests.factories import rid_of
 from tests.helpers import eventually
-from tests.mcp.helpers import mcp_session, request_rows, text_of, wire
+from tests.mcp.helpers import call, mcp_session, request_rows, text_of, wire
 from tests.services.inprocess import RunningGateway
 
 # What Claude Code passes for a Bash and a Write tool use (the tools' own input shapes).
@@ -104,3 +107,43 @@ async def test_input_sent_as_a_json_string_is_read_as_the_object(
     assert answer["behavior"] == "deny"
     stored = await wire(gateway, f"mcp-{WRITE['tool_use_id']}")
     assert stored["spec"]["kwargs"] == WRITE["input"]
+
+
+async def _edit(gateway: RunningGateway, call_id: str, edited: dict[str, Any]) -> None:
+    """A person edits the arguments and approves, in Slack, once the request exists."""
+    await eventually(lambda: _exists(gateway, call_id))
+    alice = Responder(AnsweredIn.SLACK, "U0ALICE", "Alice")
+    rid = await rid_of(gateway, call_id)
+    answered = await gateway.context("slack").answers.answer(rid, Verb.EDIT, alice, edited=edited)
+    assert isinstance(answered, Answered), answered
+
+
+async def test_approved_with_edited_input_allows_the_edited_input(gateway: RunningGateway) -> None:
+    call_id = f"mcp-{BASH['tool_use_id']}"
+    edited = {"command": "rm -rf dist/cache", "description": "Remove the cache only"}
+    prompt = asyncio.create_task(_prompt(gateway, BASH))
+    await _edit(gateway, call_id, edited)
+
+    assert await prompt == {"behavior": "allow", "updatedInput": edited}
+    stored = await wire(gateway, call_id)
+    assert stored["spec"]["kwargs"] == BASH["input"]  # what the agent asked, kept
+    assert stored["status"]["updated_kwargs"] == edited
+
+
+async def test_request_approval_returns_the_edited_arguments_to_run_with(
+    gateway: RunningGateway,
+) -> None:
+    edited = {"table": "users_copy"}
+    async with mcp_session(gateway) as session:
+        ticket = await call(
+            session,
+            "request_approval",
+            action="drop_table",
+            arguments={"table": "users"},
+            wait_seconds=0,
+        )
+        await _edit(gateway, ticket["call_id"], edited)
+        decided = await call(session, "get_decision", call_id=ticket["call_id"], wait_seconds=0)
+
+    assert decided["status"] == "approved" and decided["arguments"] == edited
+    assert "edited arguments" in decided["message"]

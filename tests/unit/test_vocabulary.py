@@ -21,8 +21,8 @@ from gateway.vocabulary import (
     AuditEvent,
     ChannelName,
     DeliveryStatus,
-    JobKind,
     GrantScope,
+    JobKind,
     JobStatus,
     Timer,
 )

@@ -1,5 +1,6 @@
-"""The console's routes: sign-in, queue, request pages and their actions, history,
-webhooks, channel health, live updates, and the scanner-safe request links `/r/<rid>`.
+"""The console's routes: sign-in, queue (and its bulk answer), request pages and their
+actions ("Approve and allow…", "Edit and approve"), history, standing grants and their
+revokes, webhooks, channel health, live updates, and the scanner-safe request links `/r/<rid>`.
 
 GETs never change anything (but for taking a one-time notice). Every `/console` POST must come
 from a page of this site (its Origin, or Referer); those of a session also carry its CSRF token.
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import urllib.parse
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
@@ -38,22 +39,30 @@ from channels.web.auth import (
 )
 from gateway.errors import BadToken
 from gateway.lifecycle import Status
-from gateway.seam import ChannelContext, Filters, RequestView
+from gateway.seam import ChannelContext, Filters, RequestView, Verb
+from gateway.seam.console import Revoked
 
 KEEPALIVE_SECONDS = 15.0
 NOTICE_SECONDS = 120  # a request link's "Recorded: …" notice, shown after its redirect
 NOTICE_KEY = "request-link-notice"  # the purpose of the key that signs those notices
 STREAM_SECONDS = 300.0  # the browser reconnects; a shutdown never waits on a stream for long
 FORM_LIMIT = 64 * 1024
+BULK_LIMIT = 1000  # requests one bulk answer decides (a filter matching more: again)
+# The filters the queue's form sends, kept in the bulk form to select what matches them.
+FILTER_FIELDS = ("project", "kind", "run_id", "fn", "mine")
 
 
 async def _form(request: Request) -> dict[str, str]:
     """An urlencoded form's fields (first value of each)."""
-    body = await request.body()
+    return {name: values[0] for name, values in (await _form_lists(request)).items()}
+
+
+async def _form_lists(request: Request) -> dict[str, list[str]]:
+    """An urlencoded form's fields with every value (the queue's checked requests)."""
+    body = await request.body()  # read once: Starlette keeps it for a second call
     if len(body) > FORM_LIMIT:
         return {}
-    fields = urllib.parse.parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
-    return {name: values[0] for name, values in fields.items()}
+    return urllib.parse.parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
 
 
 def _to_sign_in(request: Request) -> RedirectResponse:
@@ -73,7 +82,11 @@ def _safe_next(value: str) -> str:
 
 
 def _filters(request: Request) -> Filters:
-    query = request.query_params
+    return _filters_of(request.query_params)
+
+
+def _filters_of(query: Mapping[str, str]) -> Filters:
+    """The filters of the queue's query (or of the bulk form, which carries them)."""
     return Filters(
         project=query.get("project") or None,
         kind=query.get("kind") or None,
@@ -82,6 +95,12 @@ def _filters(request: Request) -> Filters:
         text=query.get("q") or None,
         mine=bool(query.get("mine")),
     )
+
+
+def _filter_fields(request: Request) -> list[tuple[str, str]]:
+    """The queue's filters as the bulk form carries them."""
+    query = request.query_params
+    return [(name, query[name]) for name in FILTER_FIELDS if query.get(name)]
 
 
 async def home() -> Response:
@@ -110,6 +129,11 @@ class ConsolePages:
             ("/console/history", self.history, "GET"),
             ("/console/requests/{rid}", self.request_page, "GET"),
             ("/console/requests/{rid}", self.decide_page, "POST"),
+            ("/console/requests/{rid}/neighbour", self.neighbour, "GET"),
+            ("/console/bulk", self.bulk, "POST"),
+            ("/console/grants", self.grants_page, "GET"),
+            ("/console/grants/{grant_id}/revoke", self.revoke_grant, "POST"),
+            ("/console/grants/{grant_id}/revoke-agent", self.revoke_agent_grants, "POST"),
             ("/r/{rid}", self.request_link, "GET"),
             ("/r/{rid}", self.decide_by_link, "POST"),
             ("/console/webhooks", self.webhooks_page, "GET"),
@@ -253,10 +277,66 @@ class ConsolePages:
             name,
             rows=[render.summary(view) for view in found],
             filters=filters,
+            filter_fields=_filter_fields(request),
+            bulk=pending,
             projects=projects,
             viewer=viewer,
             csrf=self._csrf(viewer),
         )
+
+    async def bulk(self, request: Request) -> Response:
+        """The queue's bulk answer: each selected request (or each pending one matching the
+        filter) answered in turn through the one answer path, by this person."""
+        checked = await self._signed_in_form(request)
+        if isinstance(checked, Response):
+            return checked
+        viewer, form = checked
+        verb = actions.BULK_VERBS.get(form.get("action", ""))
+        reason = (form.get("reason") or "").strip() or None
+        if verb is None:
+            return self._message(viewer, 422, "Nothing changed", "Choose Approve or Reject.")
+        if verb == Verb.REJECT and reason is None:
+            text = "Give one reason to reject them; nothing was rejected."
+            return self._message(viewer, 422, "Nothing changed", text)
+        targets, unknown = await self._bulk_targets(viewer, form, await _form_lists(request))
+        if not targets and not unknown:
+            text = "Select requests first, or every one matching the filter."
+            return self._message(viewer, 422, "Nothing changed", text)
+        summary = await actions.answer_many(self.context.answers, targets, verb, reason, viewer)
+        summary.refused.extend((rid, "there is no such request here") for rid in unknown)
+        back = urllib.parse.urlencode([(k, form[k]) for k in FILTER_FIELDS if form.get(k)])
+        return render.page(
+            "bulk.html",
+            summary=summary,
+            capped=len(targets) >= BULK_LIMIT,
+            limit=BULK_LIMIT,
+            back=f"/console?{back}" if back else "/console",
+            viewer=viewer,
+            csrf=self._csrf(viewer),
+        )
+
+    async def _bulk_targets(
+        self, viewer: Viewer, form: dict[str, str], fields: dict[str, list[str]]
+    ) -> tuple[list[RequestView], list[str]]:
+        """The requests a bulk answer is for, and the selected ids this person cannot see."""
+        if form.get("all"):
+            found = await self.console.search(
+                projects=_projects(viewer),
+                pending=True,
+                filters=_filters_of(form),
+                user_info=actions.responder(viewer).user_info(),
+                limit=BULK_LIMIT,
+            )
+            return found, []
+        views: list[RequestView] = []
+        unknown: list[str] = []
+        for rid in list(dict.fromkeys(fields.get("rid", [])))[:BULK_LIMIT]:
+            view = await self.console.request(rid, viewer.sees)
+            if view is None:
+                unknown.append(rid)
+            else:
+                views.append(view)
+        return views, unknown
 
     # --- one request
 
@@ -283,22 +363,73 @@ class ConsolePages:
             csrf=self._csrf(viewer),
             action=path,
             link_token=None,
+            edit_again=None,
             notice=None if partial else await take_flash(self.context, viewer, path),
         )
+
+    async def neighbour(self, request: Request, rid: str, step: int = 1) -> Response:
+        """The next (`step=1`) or previous (`-1`) pending request of the queue after this
+        one (j and k on a request page); the queue when there is none."""
+        viewer = viewer_of(request)
+        if viewer is None:
+            return _to_sign_in(request)
+        found = await self.console.search(
+            projects=_projects(viewer), pending=True, filters=Filters()
+        )
+        queue = [view.rid for view in found]
+        at = queue.index(rid) + (1 if step >= 0 else -1) if rid in queue else 0
+        if 0 <= at < len(queue):
+            return RedirectResponse(f"/console/requests/{queue[at]}", status_code=303)
+        return RedirectResponse("/console", status_code=303)
 
     async def decide_page(self, request: Request, rid: str) -> Response:
         checked = await self._signed_in_form(request)
         if isinstance(checked, Response):
             return checked
         viewer, form = checked
-        if await self.console.request(rid, viewer.sees) is None:
+        found = await self.console.request(rid, viewer.sees)
+        if found is None:
             return self._message(viewer, 404, "Not found", "There is no such request here.")
-        result = await actions.answer_form(self.context.answers, rid, form, viewer)
+        result = await self._answer(found, form, viewer)
+        if isinstance(result, actions.EditAgain):
+            return await self._edit_again(found, result, viewer=viewer, csrf_of=viewer)
         if result.ok:
             path = f"/console/requests/{rid}"
             await flash(self.context, viewer, path, result.text)
             return RedirectResponse(path, status_code=303)
         return self._message(viewer, result.status, "Nothing changed", result.text)
+
+    async def _answer(
+        self, found: RequestView, form: dict[str, str], who: Viewer
+    ) -> actions.FormResult | actions.EditAgain:
+        """A request page's form, signed in or through an emailed link: its one answer."""
+        if form.get("action") == "edit":
+            return await actions.edit_form(self.context.answers, found, form, who)
+        return await actions.answer_form(self.context.answers, found.rid, form, who)
+
+    async def _edit_again(
+        self,
+        found: RequestView,
+        again: actions.EditAgain,
+        *,
+        viewer: Viewer | None,
+        csrf_of: Viewer,
+        link_token: str | None = None,
+    ) -> Response:
+        """The request page again, its edit form open with what the person typed and what
+        is wrong; nothing was decided."""
+        return render.page(
+            "request.html",
+            again.status,
+            r=await self._detail(found),
+            viewer=viewer,
+            holder=None if viewer else csrf_of,
+            csrf=csrf_token(self.context, csrf_of.sid),
+            action=f"/r/{found.rid}" if link_token else f"/console/requests/{found.rid}",
+            link_token=link_token,
+            edit_again=again,
+            notice=None,
+        )
 
     # --- scanner-safe request links
 
@@ -343,6 +474,7 @@ class ConsolePages:
             csrf=csrf_token(self.context, holder.sid),
             action=f"/r/{rid}",
             link_token=t,
+            edit_again=None,
             notice=self._link_notice(rid, request.query_params.get("n"), detail),
         )
 
@@ -356,12 +488,69 @@ class ConsolePages:
             return self._message(None, 403, "Link refused", holder)
         if not csrf_ok(self.context, holder.sid, form.get("csrf")):
             return self._refused(None)
-        result = await actions.answer_form(self.context.answers, rid, form, holder)
+        found = await self.console.request(rid, lambda _project: True)  # the link's holder
+        if found is None:
+            return self._message(None, 404, "Not found", "There is no such request here.")
+        result = await self._answer(found, form, holder)
+        if isinstance(result, actions.EditAgain):
+            return await self._edit_again(
+                found, result, viewer=None, csrf_of=holder, link_token=token
+            )
         if result.ok:
             notice = self.context.keys.sign(NOTICE_KEY, {"r": rid, "k": "decided"}, NOTICE_SECONDS)
             query = urllib.parse.urlencode({"t": token, "n": notice})
             return RedirectResponse(f"/r/{rid}?{query}", status_code=303)
         return self._message(None, result.status, "Nothing changed", result.text)
+
+    # --- standing grants
+
+    async def grants_page(self, request: Request) -> Response:
+        """The standing grants of the projects the person sees: who gave each, what it
+        allows, until when, how often it was used; revoke buttons where they may."""
+        viewer = viewer_of(request)
+        if viewer is None:
+            return _to_sign_in(request)
+        listed = await self.console.grants(viewer.sees, actions.responder(viewer).user_info())
+        return render.page(
+            "grants.html",
+            grants=[render.grant_row(grant) for grant in listed],
+            viewer=viewer,
+            csrf=self._csrf(viewer),
+            notice=await take_flash(self.context, viewer, "/console/grants"),
+        )
+
+    async def revoke_grant(self, request: Request, grant_id: str) -> Response:
+        checked = await self._signed_in_form(request)
+        if isinstance(checked, Response):
+            return checked
+        viewer, _form_fields = checked
+        who = actions.responder(viewer).user_info()
+        done = await self.console.revoke_grant(grant_id, viewer.sees, who, actions.revoker(viewer))
+        return await self._revoked(viewer, done)
+
+    async def revoke_agent_grants(self, request: Request, grant_id: str) -> Response:
+        checked = await self._signed_in_form(request)
+        if isinstance(checked, Response):
+            return checked
+        viewer, _form_fields = checked
+        who = actions.responder(viewer).user_info()
+        done = await self.console.revoke_agent_grants(
+            grant_id, viewer.sees, who, actions.revoker(viewer)
+        )
+        return await self._revoked(viewer, done)
+
+    async def _revoked(self, viewer: Viewer, done: Revoked) -> Response:
+        if not done.found:
+            return self._message(viewer, 404, "Not found", "There is no such grant here.")
+        if not done.allowed:
+            text = "Only an admin, the operator or the person who gave this grant may revoke it."
+            return self._message(viewer, 403, "Nothing changed", text)
+        if done.grants:
+            text = "Revoked: " + "; ".join(grant.what for grant in done.grants) + "."
+        else:
+            text = "Nothing to revoke: no live grant was left there."
+        await flash(self.context, viewer, "/console/grants", text)
+        return RedirectResponse("/console/grants", status_code=303)
 
     # --- webhooks and channels
 

@@ -4,6 +4,7 @@ plain dicts they read (a request view becomes what a person needs to see)."""
 from __future__ import annotations
 
 import json
+import urllib.parse
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -12,23 +13,34 @@ import jinja2
 from fastapi.responses import HTMLResponse
 
 from channels.web import policies
+from channels.web.actions import EDIT_PREFIX
 from gateway.lifecycle import Kind, Status
 from gateway.seam import (
+    AnsweredIn,
     ChannelState,
     DeliveryView,
     EndpointView,
     EventView,
     RequestView,
+    Responder,
     Standing,
     TimerView,
     WebhookJobView,
+    describe,
     origin_line,
     shorten,
 )
+from gateway.seam.console import ListedGrant
+from gateway.seam.edits import edit_fields
+from gateway.seam.grants import SCOPE_WORDS, GrantView, by_scope
 from gateway.vocabulary import AuditEvent
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "web"
-STATIC = {"console.css": "text/css", "live.js": "text/javascript"}
+STATIC = {
+    "console.css": "text/css",
+    "live.js": "text/javascript",
+    "shortcuts.js": "text/javascript",
+}
 
 _env = jinja2.Environment(
     loader=jinja2.FileSystemLoader(TEMPLATES),
@@ -38,6 +50,9 @@ _env = jinja2.Environment(
     lstrip_blocks=True,
 )
 ARGS_PREVIEW = 120  # characters of kwargs shown under a queue row's function name
+# The edit form is offered when its fields, urlencoded, leave room for the rest of the form
+# within the 64 KiB a console form may be (`pages.FORM_LIMIT`).
+EDIT_FORM_BYTES = 60 * 1024
 
 
 def when(iso: str) -> str:
@@ -96,6 +111,9 @@ def summary(request: RequestView) -> dict[str, Any]:
     spec = request.spec
     info = request.user_info or {}
     function_call = request.kind == Kind.FUNCTION_CALL
+    decided_by = info.get("name") or info.get("email") or info.get("user_id")
+    if decided_by and info.get("channel") == AnsweredIn.GRANT:
+        decided_by = f"{decided_by}'s standing grant"
     return {
         "rid": request.rid,
         "call_id": request.call_id,
@@ -108,7 +126,7 @@ def summary(request: RequestView) -> dict[str, Any]:
         "age": age(request.requested_at),
         "requested_at": policies.iso(request.requested_at),
         "status": request.status,
-        "decided_by": info.get("name") or info.get("email") or info.get("user_id"),
+        "decided_by": decided_by,
         "decided_on": info.get("channel"),
     }
 
@@ -128,6 +146,7 @@ def detail(
     routed = [json.loads(e.detail_json) for e in events if e.type == AuditEvent.ROUTED]
     pending = request.status == Status.PENDING
     expires_at = request.expires_at if pending else None
+    info = request.user_info or {}
     return summary(request) | {
         "kwargs": json.dumps(spec.get("kwargs") or {}, indent=2, ensure_ascii=False),
         "msg": spec.get("msg"),
@@ -154,7 +173,100 @@ def detail(
         "deadline": policies.iso(expires_at) if expires_at else None,
         "deadline_in": policies.until(expires_at) if expires_at else None,
         "next_timer": policies.timer(timer) if pending else None,
+        "outcome": None if pending else describe(request),
+        # A request a standing grant approved names it (the grants page has its source).
+        "grant_id": info.get("grant") if info.get("channel") == AnsweredIn.GRANT else None,
+        "grant_groups": grant_groups(request) if pending else [],
+        "edit_fields": edit_form_fields(request) if pending else [],
+        "edits": differences(request),
     }
+
+
+def grant_groups(request: RequestView) -> list[dict[str, Any]]:
+    """ "Approve and allow…": the choices by scope (an option group each), shortest first."""
+    return [
+        {
+            "label": SCOPE_WORDS[scope],
+            "choices": [{"value": c.value, "duration": c.duration} for c in choices],
+        }
+        for scope, choices in by_scope(request.grant_choices).items()
+    ]
+
+
+def edit_form_fields(request: RequestView) -> list[dict[str, Any]]:
+    """ "Edit and approve": one field per argument, as every channel shows them; none where
+    editing is not offered, the call has no arguments, or the form would be too big."""
+    if not request.editable:
+        return []
+    fields = edit_fields(request.spec.get("kwargs") or {})
+    encoded = urllib.parse.urlencode({f"{EDIT_PREFIX}{f.name}": f.text for f in fields})
+    if not fields or len(encoded) > EDIT_FORM_BYTES:
+        return []
+    return [
+        {
+            "name": f.name,
+            "text": f.text,
+            "kind": f.kind,
+            "long": f.as_json or "\n" in f.text or len(f.text) > 80,  # a textarea
+        }
+        for f in fields
+    ]
+
+
+_ABSENT = object()
+
+
+def differences(request: RequestView) -> list[dict[str, Any]]:
+    """The arguments the agent asked for and the ones approved, side by side (after an
+    "Edit and approve"); empty otherwise."""
+    updated = request.updated_kwargs
+    if updated is None:
+        return []
+    original = request.spec.get("kwargs") or {}
+    names = [*original, *(name for name in updated if name not in original)]
+    return [
+        {
+            "name": name,
+            "before": _as_json(original.get(name, _ABSENT)),
+            "after": _as_json(updated.get(name, _ABSENT)),
+            "changed": original.get(name, _ABSENT) != updated.get(name, _ABSENT),
+        }
+        for name in names
+    ]
+
+
+def _as_json(value: Any) -> str:
+    return "(none)" if value is _ABSENT else json.dumps(value, ensure_ascii=False)
+
+
+def grant_row(listed: ListedGrant) -> dict[str, Any]:
+    """One row of the grants page."""
+    grant = listed.grant
+    giver = Responder.of(grant.granted_by)
+    return {
+        "id": grant.id,
+        "project": grant.project,
+        "key": grant.key,
+        "what": grant.what,
+        "scope": SCOPE_WORDS[grant.scope],
+        "by": giver.name if giver else "someone",
+        "by_place": giver.place if giver else "",
+        "created": policies.iso(grant.created_at),
+        "expires": policies.iso(grant.expires_at) if grant.expires_at else None,
+        "uses": grant.uses,
+        "last_used": policies.iso(grant.last_used_at) if grant.last_used_at else None,
+        "live": grant.live,
+        "state": _state(grant),
+        "revoked_by": grant.revoked_by,
+        "source_rid": grant.source_rid,
+        "may_revoke": listed.may_revoke,
+    }
+
+
+def _state(grant: GrantView) -> str:
+    if grant.live:
+        return "live"
+    return "revoked" if grant.revoked_at is not None else "expired"
 
 
 def endpoint(hook: EndpointView) -> dict[str, Any]:

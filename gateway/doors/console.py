@@ -1,6 +1,8 @@
 """The console door (`gateway.seam.console.Console`): what the web console reads and changes,
 as the core offers it. The console never issues SQL or writes outbox jobs itself, and gets
-request views, never store rows."""
+request views, never store rows. Standing grants are listed and revoked through
+`gateway.policies.grants`, here limited to the projects the person sees and to what they
+may revoke."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from typing import Any
 
 from gateway.core import ANY, Core, Signal
 from gateway.lifecycle import Status
-from gateway.policies import evaluator, votes
+from gateway.policies import evaluator, grants, votes
 from gateway.routing import Person, RoutingConfig, Rule, rule_label
 from gateway.runtime.channel_states import channel_states
 from gateway.seam.connections import ChannelState
@@ -24,14 +26,17 @@ from gateway.seam.console import (
     EventView,
     Filters,
     KeyView,
+    ListedGrant,
     LiveSession,
     LoginUse,
+    Revoked,
     RuleView,
     Sees,
     Standing,
     TimerView,
     WebhookJobView,
 )
+from gateway.seam.grants import GrantView
 from gateway.seam.views import RequestView
 from gateway.store import console as console_store
 from gateway.store import projects as project_store
@@ -75,9 +80,14 @@ class ConsoleDoor:
         pending: bool,
         filters: Filters,
         user_info: dict[str, Any] | None = None,
+        limit: int = 200,
     ) -> list[RequestView]:
         found = await self.db.scan(
-            console_store.search_requests, projects=projects, pending=pending, filters=filters
+            console_store.search_requests,
+            projects=projects,
+            pending=pending,
+            filters=filters,
+            limit=limit,
         )
         if filters.mine:
             found = [] if user_info is None else await self._waiting_on(found, user_info)
@@ -135,6 +145,70 @@ class ConsoleDoor:
         payload = json.loads(job.payload_json)
         timer = str(payload.get("timer"))
         return TimerView(timer, job.run_at, payload.get("number"), payload.get("target"))
+
+    # --- standing grants
+
+    async def grants(self, sees: Sees, user_info: dict[str, Any]) -> list[ListedGrant]:
+        listed = await grants.listing(self.core)
+        return [
+            ListedGrant(grant, self._may_revoke(grant, user_info))
+            for grant in listed
+            if sees(grant.project)
+        ]
+
+    async def revoke_grant(
+        self, grant_id: str, sees: Sees, user_info: dict[str, Any], by: str
+    ) -> Revoked:
+        found = await self._visible_grant(grant_id, sees)
+        if found is None:
+            return Revoked(found=False)
+        grant, project_id = found
+        if not self._may_revoke(grant, user_info):
+            return Revoked(allowed=False)
+        if not grant.live:
+            return Revoked()  # revoked or expired already: nothing to do
+        revoked = await grants.revoke_ids(self.core, [grant.id], by, project_id=project_id)
+        return Revoked(tuple(revoked))
+
+    async def revoke_agent_grants(
+        self, grant_id: str, sees: Sees, user_info: dict[str, Any], by: str
+    ) -> Revoked:
+        found = await self._visible_grant(grant_id, sees)
+        if found is None:
+            return Revoked(found=False)
+        grant, project_id = found
+        if not self._may_revoke(grant, user_info):
+            return Revoked(allowed=False)
+        if self._revokes_any(user_info):
+            revoked = await grants.revoke_key(self.core, project_id, grant.key, by)
+            return Revoked(tuple(revoked))
+        live = await grants.listing(self.core, project_id=project_id, live_only=True)
+        theirs = [g.id for g in live if g.key == grant.key and self._may_revoke(g, user_info)]
+        revoked = await grants.revoke_ids(self.core, theirs, by, project_id=project_id)
+        return Revoked(tuple(revoked))
+
+    async def _visible_grant(self, grant_id: str, sees: Sees) -> tuple[GrantView, int] | None:
+        """The grant and its project's id, if it exists in a project the person sees."""
+        grant = next((g for g in await grants.listing(self.core) if g.id == grant_id), None)
+        if grant is None or not sees(grant.project):
+            return None
+        project = await self.db.read(project_store.get_project, grant.project)
+        if project is None or project.id is None:
+            return None
+        return grant, project.id
+
+    def _revokes_any(self, user_info: dict[str, Any]) -> bool:
+        """The operator and admins revoke any grant they see."""
+        person = votes.person_of(self.core.config, user_info)
+        return person == votes.OPERATOR or votes.is_admin(self.core.config, person)
+
+    def _may_revoke(self, grant: GrantView, user_info: dict[str, Any]) -> bool:
+        """An admin, the operator, or the person who gave it (however they answered then)."""
+        if self._revokes_any(user_info):
+            return True
+        config = self.core.config
+        person = votes.person_of(config, user_info)
+        return person.startswith("person:") and person == votes.person_of(config, grant.granted_by)
 
     # --- webhooks and channels
 

@@ -1,6 +1,7 @@
 """What the web console reads and changes through the core (`ChannelContext.console`): the
 queue and the history as request views, a request's trail and where its policy stands,
-webhooks, channel states, people who may sign in, sessions and one-time sign-in links.
+standing grants and their revokes, webhooks, channel states, people who may sign in,
+sessions and one-time sign-in links.
 The console never sees a store row or issues SQL; only hashes of its secrets are stored."""
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from gateway.seam.connections import ChannelState
+from gateway.seam.grants import GrantView
 from gateway.seam.views import Progress, RequestView
 
 Sees = Callable[[str], bool]  # whether the signed-in person may see a project
@@ -116,6 +118,25 @@ class RuleView:
 
 
 @dataclass(frozen=True)
+class ListedGrant:
+    """A standing grant on the console's grants page, and whether the viewer may revoke it."""
+
+    grant: GrantView
+    may_revoke: bool
+
+
+@dataclass(frozen=True)
+class Revoked:
+    """What a revoke from the console did: the grants it revoked (those already revoked or
+    expired stay as they were); `found` is False for a grant the person cannot see (unknown,
+    or another project's), `allowed` False for one they may not revoke. Nothing changed then."""
+
+    grants: tuple[GrantView, ...] = ()
+    found: bool = True
+    allowed: bool = True
+
+
+@dataclass(frozen=True)
 class WebhookJobView:
     id: int
     endpoint_id: int | None
@@ -196,9 +217,10 @@ class Console(Protocol):
         pending: bool,
         filters: Filters,
         user_info: dict[str, Any] | None = None,
+        limit: int = 200,
     ) -> list[RequestView]:
-        """The queue (`pending`) or the history, newest first; `filters.mine` keeps what the
-        person answering as `user_info` may still answer."""
+        """The queue (`pending`) or the history, newest first, at most `limit`;
+        `filters.mine` keeps what the person answering as `user_info` may still answer."""
         ...
 
     async def project_names(self, sees: Sees) -> list[str]: ...
@@ -212,6 +234,25 @@ class Console(Protocol):
         ...
 
     async def next_timer(self, rid: str) -> TimerView | None: ...
+    async def grants(self, sees: Sees, user_info: dict[str, Any]) -> list[ListedGrant]:
+        """The standing grants of the projects the person sees, newest first, each with
+        whether this person (answering as `user_info`) may revoke it: the operator, an admin
+        or the person who gave it."""
+        ...
+
+    async def revoke_grant(
+        self, grant_id: str, sees: Sees, user_info: dict[str, Any], by: str
+    ) -> Revoked:
+        """Revoke one grant, recording `by` (who revoked it, in words)."""
+        ...
+
+    async def revoke_agent_grants(
+        self, grant_id: str, sees: Sees, user_info: dict[str, Any], by: str
+    ) -> Revoked:
+        """Revoke the live grants of the agent key this grant is for (in its project): every
+        one for the operator or an admin, the ones they gave for anyone else."""
+        ...
+
     async def webhooks(self, sees: Sees) -> tuple[list[EndpointView], list[WebhookJobView]]:
         """The endpoints and recent deliveries of the projects the person may see."""
         ...

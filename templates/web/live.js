@@ -12,12 +12,18 @@
       .then(function (response) { return response.ok ? response.text() : null; })
       .then(function (html) {
         if (html === null) return;
+        var ticked = Array.prototype.map.call(
+          live.querySelectorAll("input[name=rid]:checked"), function (box) { return box.value; });
         live.innerHTML = html;
+        live.querySelectorAll("input[name=rid]").forEach(function (box) {
+          box.checked = ticked.indexOf(box.value) >= 0; // the queue's ticks survive a refresh
+        });
         var state = live.querySelector("[data-status]");
         var actions = document.querySelector("[data-actions]");
         if (state && actions && state.getAttribute("data-status") !== "pending") {
           actions.hidden = true; // decided elsewhere: the buttons would only be refused
         }
+        document.dispatchEvent(new CustomEvent("live:refreshed"));
       });
   }
   var source = new EventSource("/console/events");

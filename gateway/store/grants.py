@@ -65,12 +65,15 @@ def covering(
     return None if row is None else GrantRow(**row._mapping)
 
 
+_USED = (
+    sa.update(_grant)
+    .where(_grant.c.id == sa.bindparam("grant_id"))
+    .values(uses=_grant.c.uses + 1, last_used_at=sa.bindparam("now"))
+)
+
+
 def used(conn: Connection, grant_id: str, now: datetime) -> None:
-    conn.execute(
-        sa.update(_grant)
-        .where(_grant.c.id == grant_id)
-        .values(uses=_grant.c.uses + 1, last_used_at=now)
-    )
+    conn.execute(_USED, {"grant_id": grant_id, "now": now})
 
 
 def get(conn: Connection, grant_id: str) -> GrantRow | None:

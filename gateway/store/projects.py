@@ -165,9 +165,20 @@ def upsert_webhook(
     return int(result.scalar_one())
 
 
+# Every decision asks it (`webhooks.enqueue_completed`): built once.
+_PROJECT_ENABLED_WEBHOOKS = (
+    sa.select(_webhook)
+    .where(_webhook.c.project_id == sa.bindparam("project_id"), _webhook.c.enabled.is_(True))
+    .order_by(_webhook.c.id)
+)
+
+
 def list_webhooks(
     conn: Connection, project_id: int | None = None, *, enabled_only: bool = False
 ) -> list[EndpointRow]:
+    if project_id is not None and enabled_only:
+        found = conn.execute(_PROJECT_ENABLED_WEBHOOKS, {"project_id": project_id}).all()
+        return [EndpointRow(**row._mapping) for row in found]
     query = sa.select(_webhook).order_by(_webhook.c.id)
     if project_id is not None:
         query = query.where(_webhook.c.project_id == project_id)

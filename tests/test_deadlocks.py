@@ -199,5 +199,6 @@ async def test_a_batch_that_meets_a_deadlock_runs_again(
         await asyncio.to_thread(other.close)
 
     assert [reply.status_code for reply in done] == [200, 200], [r.text for r in done]
-    assert writer.conflicts == 1
+    # Once, or again if the retry raced the other session taking the first row (a new cycle).
+    assert writer.conflicts >= 1
     assert "deadlock detected" in log_since(postgres_server, offset)  # it did happen

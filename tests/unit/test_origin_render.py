@@ -170,7 +170,14 @@ def _page(request: RequestView) -> tuple[dict[str, Any], str]:
     r = web_render.detail(_console_view(request), [], [])
     # The context the console's request_page passes (no viewer: no header forms).
     response = web_render.page(
-        "request.html", r=r, viewer=None, csrf="c", action="/x", link_token=None, notice=None
+        "request.html",
+        r=r,
+        viewer=None,
+        csrf="c",
+        action="/x",
+        link_token=None,
+        notice=None,
+        edit_again=None,
     )
     return r, bytes(response.body).decode()
 

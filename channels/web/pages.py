@@ -520,23 +520,19 @@ class ConsolePages:
         )
 
     async def revoke_grant(self, request: Request, grant_id: str) -> Response:
-        checked = await self._signed_in_form(request)
-        if isinstance(checked, Response):
-            return checked
-        viewer, _form_fields = checked
-        who = actions.responder(viewer).user_info()
-        done = await self.console.revoke_grant(grant_id, viewer.sees, who, actions.revoker(viewer))
-        return await self._revoked(viewer, done)
+        return await self._revoke(request, grant_id, whole_key=False)
 
     async def revoke_agent_grants(self, request: Request, grant_id: str) -> Response:
+        return await self._revoke(request, grant_id, whole_key=True)
+
+    async def _revoke(self, request: Request, grant_id: str, *, whole_key: bool) -> Response:
         checked = await self._signed_in_form(request)
         if isinstance(checked, Response):
             return checked
         viewer, _form_fields = checked
         who = actions.responder(viewer).user_info()
-        done = await self.console.revoke_agent_grants(
-            grant_id, viewer.sees, who, actions.revoker(viewer)
-        )
+        by = actions.revoker(viewer)
+        done = await self.console.revoke_grant(grant_id, viewer.sees, who, by, whole_key=whole_key)
         return await self._revoked(viewer, done)
 
     async def _revoked(self, viewer: Viewer, done: Revoked) -> Response:

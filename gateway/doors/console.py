@@ -157,45 +157,32 @@ class ConsoleDoor:
         ]
 
     async def revoke_grant(
-        self, grant_id: str, sees: Sees, user_info: dict[str, Any], by: str
+        self,
+        grant_id: str,
+        sees: Sees,
+        user_info: dict[str, Any],
+        by: str,
+        *,
+        whole_key: bool = False,
     ) -> Revoked:
-        found = await self._visible_grant(grant_id, sees)
-        if found is None:
-            return Revoked(found=False)
-        grant, project_id = found
-        if not self._may_revoke(grant, user_info):
-            return Revoked(allowed=False)
-        if not grant.live:
-            return Revoked()  # revoked or expired already: nothing to do
-        revoked = await grants.revoke_ids(self.core, [grant.id], by, project_id=project_id)
-        return Revoked(tuple(revoked))
-
-    async def revoke_agent_grants(
-        self, grant_id: str, sees: Sees, user_info: dict[str, Any], by: str
-    ) -> Revoked:
-        found = await self._visible_grant(grant_id, sees)
-        if found is None:
-            return Revoked(found=False)
-        grant, project_id = found
-        if not self._may_revoke(grant, user_info):
-            return Revoked(allowed=False)
-        if self._revokes_any(user_info):
-            revoked = await grants.revoke_key(self.core, project_id, grant.key, by)
-            return Revoked(tuple(revoked))
-        live = await grants.listing(self.core, project_id=project_id, live_only=True)
-        theirs = [g.id for g in live if g.key == grant.key and self._may_revoke(g, user_info)]
-        revoked = await grants.revoke_ids(self.core, theirs, by, project_id=project_id)
-        return Revoked(tuple(revoked))
-
-    async def _visible_grant(self, grant_id: str, sees: Sees) -> tuple[GrantView, int] | None:
-        """The grant and its project's id, if it exists in a project the person sees."""
-        grant = next((g for g in await grants.listing(self.core) if g.id == grant_id), None)
+        grant = await grants.find(self.core, grant_id)
         if grant is None or not sees(grant.project):
-            return None
-        project = await self.db.read(project_store.get_project, grant.project)
-        if project is None or project.id is None:
-            return None
-        return grant, project.id
+            return Revoked(found=False)
+        if not self._may_revoke(grant, user_info):
+            return Revoked(allowed=False)
+        if whole_key and self._revokes_any(user_info):
+            return Revoked(
+                tuple(await grants.revoke_key(self.core, grant.project_id, grant.key, by))
+            )
+        chosen = [grant]
+        if whole_key:  # the live grants of this key that this person gave
+            live = await grants.listing(self.core, project_id=grant.project_id, live_only=True)
+            chosen = [g for g in live if g.key == grant.key and self._may_revoke(g, user_info)]
+        live_ids = [g.id for g in chosen if g.live]  # revoked or expired: nothing to do
+        if not live_ids:
+            return Revoked()
+        revoked = await grants.revoke_ids(self.core, live_ids, by, project_id=grant.project_id)
+        return Revoked(tuple(revoked))
 
     def _revokes_any(self, user_info: dict[str, Any]) -> bool:
         """The operator and admins revoke any grant they see."""

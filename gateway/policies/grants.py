@@ -161,14 +161,23 @@ def revoke(tx: Tx, grant_ids: list[str], by: str) -> list[GrantRow]:
 
 
 async def listing(
-    core: Core, *, project_id: int | None = None, live_only: bool = False
+    core: Core,
+    *,
+    project_id: int | None = None,
+    live_only: bool = False,
+    ids: list[str] | None = None,
 ) -> list[GrantView]:
-    """Grants, newest first: a project's, or every project's (the CLI, the operator)."""
+    """Grants, newest first: a project's, or every project's (the CLI, the operator);
+    `ids`: only these."""
     now = utcnow()
-    found = await core.db.read(
-        grant_store.listing, project_id=project_id, live_at=now if live_only else None
-    )
+    live_at = now if live_only else None
+    found = await core.db.read(grant_store.listing, project_id=project_id, live_at=live_at, ids=ids)
     return [_view(grant, key, project, now) for grant, key, project in found]
+
+
+async def find(core: Core, grant_id: str) -> GrantView | None:
+    """One grant, in whichever project it is."""
+    return next(iter(await listing(core, ids=[grant_id])), None)
 
 
 async def revoke_ids(
@@ -176,12 +185,12 @@ async def revoke_ids(
 ) -> list[GrantView]:
     """Revoke these grants (of `project_id` only, when given): the ones found, whether
     live or not, so a revoke of an unknown or foreign grant is seen as such (404)."""
-    known = {v.id: v for v in await listing(core, project_id=project_id)}
-    wanted = [gid for gid in grant_ids if gid in known]
-    if wanted:
-        await core.db.write(revoke, wanted, by)
-    fresh = {v.id: v for v in await listing(core, project_id=project_id)}
-    return [fresh[gid] for gid in wanted]
+    known = await listing(core, project_id=project_id, ids=grant_ids)
+    if not known:
+        return []
+    wanted = [grant.id for grant in known]
+    await core.db.write(revoke, wanted, by)
+    return await listing(core, project_id=project_id, ids=wanted)
 
 
 async def revoke_key(core: Core, project_id: int, key_name: str, by: str) -> list[GrantView]:
@@ -199,6 +208,7 @@ def _view(grant: GrantRow, key: str, project: str, now: datetime) -> GrantView:
     return GrantView(
         id=grant.id,
         project=project,
+        project_id=grant.project_id,
         key=key,
         fn=grant.fn,
         scope=GrantScope(grant.scope),

@@ -241,16 +241,17 @@ class Console(Protocol):
         ...
 
     async def revoke_grant(
-        self, grant_id: str, sees: Sees, user_info: dict[str, Any], by: str
+        self,
+        grant_id: str,
+        sees: Sees,
+        user_info: dict[str, Any],
+        by: str,
+        *,
+        whole_key: bool = False,
     ) -> Revoked:
-        """Revoke one grant, recording `by` (who revoked it, in words)."""
-        ...
-
-    async def revoke_agent_grants(
-        self, grant_id: str, sees: Sees, user_info: dict[str, Any], by: str
-    ) -> Revoked:
-        """Revoke the live grants of the agent key this grant is for (in its project): every
-        one for the operator or an admin, the ones they gave for anyone else."""
+        """Revoke one grant, recording `by` (who revoked it, in words); with `whole_key`, the
+        live grants of the agent key it is for (in its project): every one for the operator
+        or an admin, the ones they gave for anyone else."""
         ...
 
     async def webhooks(self, sees: Sees) -> tuple[list[EndpointView], list[WebhookJobView]]:

@@ -99,6 +99,7 @@ class GrantView:
 
     id: str
     project: str
+    project_id: int
     key: str  # the name of the agent's API key it is for
     fn: str
     scope: GrantScope

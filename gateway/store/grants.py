@@ -82,10 +82,14 @@ def get(conn: Connection, grant_id: str) -> GrantRow | None:
 
 
 def listing(
-    conn: Connection, *, project_id: int | None = None, live_at: datetime | None = None
+    conn: Connection,
+    *,
+    project_id: int | None = None,
+    live_at: datetime | None = None,
+    ids: list[str] | None = None,
 ) -> list[tuple[GrantRow, str, str]]:
     """Grants (newest first) with their key's and project's names; `live_at`: only those
-    neither revoked nor expired then."""
+    neither revoked nor expired then; `ids`: only these."""
     query = (
         sa.select(_grant, _key.c.name.label("key_name"), _project.c.name.label("project_name"))
         .join(_key, _key.c.id == _grant.c.key_id)
@@ -94,6 +98,8 @@ def listing(
     )
     if project_id is not None:
         query = query.where(_grant.c.project_id == project_id)
+    if ids is not None:
+        query = query.where(_grant.c.id.in_(ids))
     if live_at is not None:
         query = query.where(
             _grant.c.revoked_at.is_(None),

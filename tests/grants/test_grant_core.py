@@ -12,11 +12,11 @@ import pytest
 import sqlalchemy as sa
 
 from gateway.policies import grants
-from gateway.seam import Answered, Refusal, Refused, Responder, Verb
+from gateway.seam import Answered, Refusal, Refused, Verb
 from gateway.store import tables
 from gateway.store.values import utcnow
-from gateway.vocabulary import AnsweredIn
 from tests.factories import RequestFactory
+from tests.grants.helpers import ALICE, create
 from tests.helpers import events as trail_of
 from tests.rules.helpers import rules_gateway
 from tests.services.inprocess import RunningGateway
@@ -24,8 +24,6 @@ from tests.services.inprocess import RunningGateway
 DEEP: Any = 1
 for _ in range(70):  # deeper than the 64 levels JSON may nest
     DEEP = [DEEP]
-SLACK = {"slack": {"channel_or_user_id": "C1"}}
-ALICE = Responder(AnsweredIn.SLACK, "U0ALICE", "Alice")
 
 
 async def events(gateway: RunningGateway, call_id: str) -> dict[str, list[dict[str, Any]]]:
@@ -40,37 +38,22 @@ async def answer(gateway: RunningGateway, rid: str, verb: Verb, **details: Any) 
     return await gateway.context("slack").answers.answer(rid, verb, ALICE, **details)
 
 
-async def create(
-    gateway: RunningGateway,
-    factory: RequestFactory,
-    call_id: str,
-    *,
-    run_id: str = "run-1",
-    key: str | None = None,
-    **kwargs: Any,
-) -> dict[str, Any]:
-    made = await factory(
-        gateway, call_id, channel=SLACK, run_id=run_id, key=key, fn="read_file", kwargs=kwargs
-    )
-    return made.wire | {"rid": made.rid}
-
-
 async def test_a_grant_for_this_function_in_this_run_approves_the_next_call_at_once(
     gateway: RunningGateway, request_factory: RequestFactory
 ) -> None:
     first = await create(gateway, request_factory, "g1", path="/a")
-    assert first["status"]["approved"] is None
-    view = await gateway.context("slack").answers.view(first["rid"])
+    assert first.wire["status"]["approved"] is None
+    view = await gateway.context("slack").answers.view(first.rid)
     assert view is not None and "run:3600" in [c.value for c in view.grant_choices]
-    decided = await answer(gateway, first["rid"], Verb.GRANT, grant="run:3600")
+    decided = await answer(gateway, first.rid, Verb.GRANT, grant="run:3600")
     assert isinstance(decided, Answered) and decided.request.status == "approved"
     assert decided.request.user_info is not None
     assert decided.request.user_info["allowed"] == "read_file in this run, for 1 hour"
     assert (await events(gateway, "g1"))["granted"]
 
     again = await create(gateway, request_factory, "g2", path="/other")
-    assert again["status"]["approved"] is True  # in the create's own answer
-    who = again["status"]["user_info"]
+    assert again.wire["status"]["approved"] is True  # in the create's own answer
+    who = again.wire["status"]["user_info"]
     assert who["channel"] == "grant" and who["name"] == "Alice"
     assert who["granted_by"]["user_id"] == "U0ALICE"
     trail = await events(gateway, "g2")
@@ -78,49 +61,51 @@ async def test_a_grant_for_this_function_in_this_run_approves_the_next_call_at_o
     assert "delivered" not in trail  # nobody was contacted
 
     other_run = await create(gateway, request_factory, "g3", run_id="run-2", path="/a")
-    assert other_run["status"]["approved"] is None  # another run goes to people
+    assert other_run.wire["status"]["approved"] is None  # another run goes to people
 
 
 async def test_exact_arguments_cover_only_the_same_arguments_in_any_order(
     gateway: RunningGateway, request_factory: RequestFactory
 ) -> None:
     first = await create(gateway, request_factory, "a1", path="/a", mode="r")
-    await answer(gateway, first["rid"], Verb.GRANT, grant="args:900")
+    await answer(gateway, first.rid, Verb.GRANT, grant="args:900")
     same = await create(gateway, request_factory, "a2", run_id="run-9", mode="r", path="/a")
     other = await create(gateway, request_factory, "a3", path="/b", mode="r")
-    assert same["status"]["approved"] is True
-    assert other["status"]["approved"] is None
+    assert same.wire["status"]["approved"] is True
+    assert other.wire["status"]["approved"] is None
 
 
 async def test_a_grant_is_for_the_agent_key_that_asked(
     gateway: RunningGateway, request_factory: RequestFactory
 ) -> None:
     first = await create(gateway, request_factory, "k1", path="/a")
-    await answer(gateway, first["rid"], Verb.GRANT, grant="key:3600")
+    await answer(gateway, first.rid, Verb.GRANT, grant="key:3600")
     other_key = await gateway.new_key("default", name="other agent")
     elsewhere = await gateway.new_key("other", name="agent")
-    assert (await create(gateway, request_factory, "k2", run_id="x", path="/z"))["status"][
+    assert (await create(gateway, request_factory, "k2", run_id="x", path="/z")).wire["status"][
         "approved"
     ]
     for key in (other_key, elsewhere):
         made = await create(gateway, request_factory, "k3", key=key, path="/a")
-        assert made["status"]["approved"] is None
+        assert made.wire["status"]["approved"] is None
 
 
 async def test_revoked_or_expired_grants_send_the_next_call_to_people(
     gateway: RunningGateway, request_factory: RequestFactory
 ) -> None:
     first = await create(gateway, request_factory, "r1", path="/a")
-    await answer(gateway, first["rid"], Verb.GRANT, grant="run:3600")
+    await answer(gateway, first.rid, Verb.GRANT, grant="run:3600")
     [grant] = await grants.listing(gateway.core)
-    assert (await create(gateway, request_factory, "r2", path="/a"))["status"]["approved"]
+    assert (await create(gateway, request_factory, "r2", path="/a")).wire["status"]["approved"]
     revoked = await grants.revoke_ids(gateway.core, [grant.id], "test")
     assert [g.live for g in revoked] == [False]
-    assert (await create(gateway, request_factory, "r3", path="/a"))["status"]["approved"] is None
+    assert (await create(gateway, request_factory, "r3", path="/a")).wire["status"][
+        "approved"
+    ] is None
     assert (await events(gateway, "r1"))["grant_revoked"][0]["grant"] == grant.id
 
     fourth = await create(gateway, request_factory, "r4", path="/a")
-    await answer(gateway, fourth["rid"], Verb.GRANT, grant="run:900")
+    await answer(gateway, fourth.rid, Verb.GRANT, grant="run:900")
     table = tables.StandingGrant.__table__  # type: ignore[attr-defined]
     past = utcnow() - timedelta(seconds=1)
 
@@ -128,7 +113,9 @@ async def test_revoked_or_expired_grants_send_the_next_call_to_people(
         tx.execute(sa.update(table).where(table.c.revoked_at.is_(None)).values(expires_at=past))
 
     await gateway.core.db.write(expire)
-    assert (await create(gateway, request_factory, "r5", path="/a"))["status"]["approved"] is None
+    assert (await create(gateway, request_factory, "r5", path="/a")).wire["status"][
+        "approved"
+    ] is None
     listed = await grants.listing(gateway.core)
     assert [g.uses for g in listed] == [0, 1]  # newest first: the expired one, the revoked one
 
@@ -140,7 +127,7 @@ async def test_a_grant_not_offered_is_refused_and_nothing_is_decided(
     gateway: RunningGateway, request_factory: RequestFactory, value: str
 ) -> None:
     first = await create(gateway, request_factory, "bad", path="/a")
-    refused = await answer(gateway, first["rid"], Verb.GRANT, grant=value)
+    refused = await answer(gateway, first.rid, Verb.GRANT, grant=value)
     assert isinstance(refused, Refused) and refused.why == Refusal.INVALID
     assert "is not a grant this gateway offers" in refused.message
     async with gateway.client() as client:
@@ -198,7 +185,7 @@ async def test_an_edited_approval_carries_both_versions(
 ) -> None:
     first = await create(gateway, request_factory, "e1", path="/etc/passwd", lines=10)
     edited = {"path": "/tmp/safe", "lines": 10}
-    decided = await answer(gateway, first["rid"], Verb.EDIT, edited=edited)
+    decided = await answer(gateway, first.rid, Verb.EDIT, edited=edited)
     assert isinstance(decided, Answered) and decided.request.updated_kwargs == edited
     async with gateway.client() as client:
         status = (await client.get("/function_calls/e1")).json()["status"]
@@ -223,7 +210,7 @@ async def test_bad_edits_are_refused_and_nothing_is_decided(
     gateway: RunningGateway, request_factory: RequestFactory, edited: Any, message: str
 ) -> None:
     first = await create(gateway, request_factory, "bad-edit", path="/a")
-    refused = await answer(gateway, first["rid"], Verb.EDIT, edited=edited)
+    refused = await answer(gateway, first.rid, Verb.EDIT, edited=edited)
     assert isinstance(refused, Refused) and refused.why == Refusal.INVALID
     assert message in refused.message
     async with gateway.client() as client:

@@ -31,8 +31,10 @@ import sqlalchemy as sa
 
 from bench import common, wrk
 from gateway.security.crypto import hash_api_key, new_rid
+from gateway.store import feed
 from gateway.store import grants as grant_store
 from gateway.store import projects as project_store
+from gateway.store.changes import Changes
 from gateway.store.rows import GrantRow
 from gateway.store.values import dumps, utcnow
 from gateway.vocabulary import GrantScope
@@ -59,10 +61,13 @@ class GrantWriter:
             self.source = conn.execute(sa.text("SELECT rid FROM request LIMIT 1")).scalar_one()
 
     def add(self, fns: list[str]) -> None:
+        """New grants, and the change feed's word of them: the gateway (another process)
+        reads it within a poll period, before the phase's warm-up ends."""
         now = utcnow()
         with self.engine.begin() as conn:
             for fn in fns:
                 grant_store.add(conn, self._grant(fn, now))
+            feed.append(conn, "bench", Changes(keys=True))
 
     def revoke_all(self) -> None:
         with self.engine.begin() as conn:

@@ -20,6 +20,7 @@ from gateway.security.crypto import SecretBox
 from gateway.security.key_cache import KeyCache
 from gateway.settings import Settings
 from gateway.store import Changes, Database
+from gateway.store.grants import GrantedKeys
 from gateway.store.rows import ApiKeyRow, ProjectRow, RequestRow
 
 LINK_TTL_SECONDS = 14 * 24 * 3600  # an emailed request link lets its recipient decide
@@ -123,6 +124,7 @@ class Core:
     box: SecretBox
     waiters: Waiters = field(default_factory=Waiters)
     keys: KeyCache = field(default_factory=KeyCache)
+    granted_keys: GrantedKeys = field(default_factory=GrantedKeys)  # which keys have grants
     outbox_wakeup: asyncio.Event = field(default_factory=asyncio.Event)
     stopping: asyncio.Event = field(default_factory=asyncio.Event)  # set once, at shutdown
     # Filled by the composition root right after the core is made: each channel is built
@@ -147,6 +149,8 @@ class Core:
             self.outbox_wakeup.set()
         if changes.keys:
             self.keys.clear()
+        if changes.keys or changes.everything:
+            self.granted_keys.clear()
 
     def link(self, rid: str, email: str | None = None) -> str | None:
         """The request's page; with `email`, a token that lets that recipient decide there

@@ -152,7 +152,7 @@ async def create(core: Core, caller: Caller, kind: Kind, body: Incoming) -> dict
     def insert(tx: Tx) -> tuple[RequestRow, bool]:
         """The new row and True, or the one already stored under this call_id (then nothing
         changes). A live standing grant that covers it approves it here: nobody is asked."""
-        grant = grants.covering(tx, row)
+        grant = grants.covering(tx, row, core.granted_keys)
         new = row if grant is None else grants.approved_by(row, grant)
         if not request_store.insert_request(tx, new):
             existing = request_store.get_by_call_id(tx, caller.project_id, body.call_id)

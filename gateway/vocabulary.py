@@ -34,6 +34,7 @@ class JobKind(StrEnum):
         "timer"  # a request's deadline, reminder or escalation comes due (gateway.policies.timers)
     )
     REMIND = "remind"  # nudge the people one delivery still waits on
+    NOTE = "note"  # tell a grant's first copies what it approved since (one note a minute)
 
 
 class Timer(StrEnum):

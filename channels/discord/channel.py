@@ -20,9 +20,11 @@ import discord
 from channels.discord.bot import GatewayBot, point_at
 from channels.discord.interactions import Interactions
 from channels.discord.render import (
+    CONTENT_LIMIT,
     approval,
     as_it_stands,
     button_view,
+    escape,
     grant_menu,
     question,
     reminder,
@@ -218,6 +220,25 @@ class DiscordChannel:
         """Reply under the post, pinging only `mention`; a deleted post leaves a plain message.
         The nonce makes a retried reminder post once."""
         content, mentions = reminder(request, mention)
+        await self._reply(ref, content, mentions, nonce(request.rid, target, f"reminder {number}"))
+
+    async def note(
+        self, request: RequestView, target: Target, ref: dict[str, Any], text: str, /, *, key: str
+    ) -> None:
+        """A note under the post (a standing grant's uses), pinging nobody; the nonce makes a
+        retried note post once."""
+        content = escape(text)[:CONTENT_LIMIT]
+        none = discord.AllowedMentions.none()
+        await self._reply(ref, content, none, nonce(request.rid, target, key))
+
+    async def _reply(
+        self,
+        ref: dict[str, Any],
+        content: str,
+        mentions: discord.AllowedMentions,
+        once: str,
+    ) -> None:
+        """Reply under the post; a deleted post leaves a plain message, a gone channel none."""
         reply_to = discord.MessageReference(
             message_id=int(ref["message_id"]),
             channel_id=int(ref["channel_id"]),
@@ -227,13 +248,10 @@ class DiscordChannel:
         channel = bot.get_partial_messageable(int(ref["channel_id"]))
         try:
             await channel.send(
-                content=content,
-                reference=reply_to,
-                allowed_mentions=mentions,
-                nonce=nonce(request.rid, target, f"reminder {number}"),
+                content=content, reference=reply_to, allowed_mentions=mentions, nonce=once
             )
         except discord.NotFound:
-            log.info("discord: channel %s is gone; no reminder", ref["channel_id"])
+            log.info("discord: channel %s is gone; no reply", ref["channel_id"])
         except _ERRORS as error:
             raise as_delivery_error(error) from None
 

@@ -20,6 +20,7 @@ from channels.slack.listeners import SlackListeners, thread_key
 from channels.slack.pacing import Pacer
 from channels.slack.render import (
     decided_message,
+    escape,
     outcome_line,
     posted_message,
     progress_message,
@@ -77,6 +78,7 @@ def outcome_metadata(request: RequestView) -> dict[str, Any]:
 
 
 REMINDER_EVENT = "gateway_reminder"  # message metadata that marks a reminder in the thread
+NOTE_EVENT = "gateway_note"  # and a note (a standing grant's uses)
 
 
 def reminder_metadata(request: RequestView, number: int = 1) -> dict[str, Any]:
@@ -243,18 +245,34 @@ class SlackChannel:
     ) -> None:
         """Reply in the post's thread, mentioning the people the request still waits on;
         a retried reminder finds the one it posted before."""
+        line = reminder_line(request, mention)
+        await self._post_in_thread(request, target, ref, line, reminder_metadata(request, number))
+
+    async def note(
+        self, request: RequestView, target: Target, ref: dict[str, Any], text: str, /, *, key: str
+    ) -> None:
+        """A note in the post's thread (a standing grant's uses); a retry finds it."""
+        metadata = {"event_type": NOTE_EVENT, "event_payload": {"rid": request.rid, "key": key}}
+        await self._post_in_thread(request, target, ref, escape(text), metadata)
+
+    async def _post_in_thread(
+        self,
+        request: RequestView,
+        target: Target,
+        ref: dict[str, Any],
+        text: str,
+        metadata: dict[str, Any],
+    ) -> None:
+        """Post `text` in the post's thread once: a message with this metadata there already
+        is an earlier attempt's."""
         require_up(self.name, self.connection)
         await self.pacer.wait_turn(ref["channel"])
-        metadata = reminder_metadata(request, number)
         try:
             client = await self.client(request, target)
             if await _in_thread(client, ref, metadata):
                 return
             await client.chat_postMessage(
-                channel=ref["channel"],
-                thread_ts=ref["ts"],
-                text=reminder_line(request, mention),
-                metadata=metadata,
+                channel=ref["channel"], thread_ts=ref["ts"], text=text, metadata=metadata
             )
         except (SlackApiError, ClientError, TimeoutError) as error:
             raise as_delivery_error(error) from None

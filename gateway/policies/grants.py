@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -25,10 +26,25 @@ from gateway.seam.grants import GrantChoice, GrantView, offered
 from gateway.security.crypto import new_rid
 from gateway.store import Tx, dumps, utcnow
 from gateway.store import grants as grant_store
+from gateway.store import outbox as outbox_store
 from gateway.store import projects as project_store
 from gateway.store import requests as request_store
+from gateway.store.grants import GrantedKeys
 from gateway.store.rows import GrantRow, RequestRow, changed
-from gateway.vocabulary import AnsweredIn, AuditEvent, GrantScope
+from gateway.vocabulary import AnsweredIn, AuditEvent, GrantScope, JobKind
+
+NOTE_EVERY_SECONDS = 60  # a grant's note under its message: at most one a minute
+NOTE_ATTEMPTS = 4
+
+
+@dataclass(frozen=True)
+class Note:
+    """What a grant's next note tells: the grant, its uses so far, and how many of them no
+    note told yet."""
+
+    grant: GrantView
+    uses: int
+    new: int
 
 
 def kwargs_hash(kwargs: Any) -> str:
@@ -105,9 +121,12 @@ def give(tx: Tx, config: RoutingConfig, row: RequestRow, choice: GrantChoice) ->
     return grant
 
 
-def covering(tx: Tx, row: RequestRow) -> GrantRow | None:
-    """The live grant that approves this new request at create, if any."""
+def covering(tx: Tx, row: RequestRow, granted: GrantedKeys) -> GrantRow | None:
+    """The live grant that approves this new request at create, if any (no lookup for a
+    key that had no grant when `granted` last looked)."""
     if not row.offers_grant or row.fn is None or row.key_id is None:
+        return None
+    if not granted.may_have(tx, row.key_id, row.requested_at):
         return None
     spec = json.loads(row.spec_json)
     return grant_store.covering(
@@ -140,8 +159,21 @@ def approved_by(row: RequestRow, grant: GrantRow) -> RequestRow:
 
 
 def auto_approved(tx: Tx, row: RequestRow, grant: GrantRow, targets: int) -> None:
-    """The audit trail of a request a grant approved at create; the grant counts a use."""
-    grant_store.used(tx, grant.id, row.requested_at)
+    """The audit trail of a request a grant approved at create; the grant counts a use, and
+    the first use since its last note schedules the next (a minute on: one note a minute)."""
+    due = row.requested_at + timedelta(seconds=NOTE_EVERY_SECONDS)
+    grant_store.used(tx, grant.id, row.requested_at, due)
+    if grant.note_due is None:
+        payload = {"grant": grant.id}
+        outbox_store.enqueue(
+            tx,
+            JobKind.NOTE,
+            payload,
+            max_attempts=NOTE_ATTEMPTS,
+            rid=grant.source_rid,
+            project_id=grant.project_id,
+            run_at=due,
+        )
     detail = {"grant": grant.id, "granted_by": grant.granted_by, "scope": grant.scope}
     audit: list[tuple[AuditEvent, dict[str, Any]]] = [
         (AuditEvent.CREATED, {"call_id": row.call_id}),
@@ -178,6 +210,15 @@ async def listing(
 async def find(core: Core, grant_id: str) -> GrantView | None:
     """One grant, in whichever project it is."""
     return next(iter(await listing(core, ids=[grant_id])), None)
+
+
+async def next_note(core: Core, grant_id: str) -> Note | None:
+    """What the grant's note should tell now (None: no such grant)."""
+    row = await core.db.read(grant_store.get, grant_id)
+    view = await find(core, grant_id)
+    if row is None or view is None:
+        return None
+    return Note(view, row.uses, row.uses - row.noted_uses)
 
 
 async def revoke_ids(

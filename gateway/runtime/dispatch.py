@@ -24,12 +24,16 @@ from gateway.errors import ChannelDown, DeliveryError
 from gateway.lifecycle import Status
 from gateway.outbox import deliveries, webhooks
 from gateway.outbox.lanes import Deferred, Lanes, Slots, lane_of
+from gateway.policies import grants
 from gateway.runtime import due
 from gateway.runtime.channel_states import connected
 from gateway.runtime.retry import RetryPolicy
-from gateway.seam.channel import Remindable
+from gateway.seam.channel import Noted, Remindable
+from gateway.seam.sentences import grant_note
 from gateway.seam.targets import Target
+from gateway.seam.views import RequestView
 from gateway.store import Tx, utcnow
+from gateway.store import grants as grant_store
 from gateway.store import outbox as outbox_store
 from gateway.store import projects as project_store
 from gateway.store import requests as request_store
@@ -96,6 +100,7 @@ class Dispatcher:
             JobKind.WEBHOOK: self._webhook,
             JobKind.TIMER: self._timer,
             JobKind.REMIND: self._remind,
+            JobKind.NOTE: self._note,
         }
 
     async def run(self) -> None:
@@ -375,6 +380,31 @@ class Dispatcher:
             request_store.add_event(conn, row.rid, AuditEvent.REMINDED, detail)
 
         return record
+
+    async def _note(self, job: JobRow) -> Record:
+        """A standing grant's note under each post of the request that gave it: how many
+        calls it approved since its last note."""
+        note = await grants.next_note(self.core, json.loads(job.payload_json)["grant"])
+        if note is None:
+            return _nothing
+        rid, grant_id, uses = note.grant.source_rid, note.grant.id, note.uses
+        row, project = await self.core.db.read(request_store.get_with_project, rid)
+        if note.new > 0 and row is not None and project is not None:
+            view, text = self.core.view(row, project), grant_note(note.grant, note.new)
+            for delivery in await self.core.db.read(request_store.list_deliveries, [rid]):
+                await self._note_under(job, delivery, view, text, key=f"grant {grant_id} {uses}")
+        return lambda conn: grant_store.noted(conn, grant_id, uses)
+
+    async def _note_under(
+        self, job: JobRow, delivery: DeliveryRow, view: RequestView, text: str, *, key: str
+    ) -> None:
+        channel = self.core.channels.get(delivery.channel)
+        if not isinstance(channel, Noted) or delivery.ref_json is None:
+            return
+        target = Target.model_validate_json(delivery.target_json)
+        assert job.id is not None
+        async with self._lanes.post(channel, delivery.channel, target, job.id):
+            await channel.note(view, target, json.loads(delivery.ref_json), text, key=key)
 
     async def _webhook(self, job: JobRow) -> Record:
         payload = json.loads(job.payload_json)

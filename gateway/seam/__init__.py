@@ -10,7 +10,7 @@ core stores without knowing what it means. `tests/unit/test_layers.py` holds cha
 
 from gateway.seam.answers import Answered, Form, Refusal, Refused
 from gateway.seam.callbacks import BUTTON_PATTERN, CallbackId, Verb, decode, encode
-from gateway.seam.channel import Channel, Checkable, Connected, Remindable, Routed
+from gateway.seam.channel import Channel, Checkable, Connected, Noted, Remindable, Routed
 from gateway.seam.connections import (
     ChannelState,
     Connection,
@@ -54,6 +54,7 @@ from gateway.seam.routes import responses
 from gateway.seam.sentences import (
     CUT,
     describe,
+    grant_note,
     origin_line,
     progress_line,
     reminder_text,
@@ -94,6 +95,7 @@ __all__ = [
     "Link",
     "LiveSession",
     "LoginUse",
+    "Noted",
     "PolicyNode",
     "Progress",
     "Reading",
@@ -124,6 +126,7 @@ __all__ = [
     "encode",
     "explain",
     "first_line",
+    "grant_note",
     "health_after",
     "new_text",
     "origin_line",

@@ -60,6 +60,18 @@ class Remindable(Protocol):
 
 
 @runtime_checkable
+class Noted(Protocol):
+    """A channel that can add a note under a post it made (a standing grant's uses)."""
+
+    async def note(
+        self, request: RequestView, target: Target, ref: dict[str, Any], text: str, /, *, key: str
+    ) -> None:
+        """Reply under the post `send` made (its `ref`) with `text` (plain words the channel
+        escapes for its markup). `key` names the note: a retry posts it once."""
+        ...
+
+
+@runtime_checkable
 class Paced(Protocol):
     """A channel that paces its posts to each destination (a platform's rate limit), and
     says how long a post would wait: the outbox lets a waiting post hold none of its shared

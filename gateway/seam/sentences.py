@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from gateway.lifecycle import Status
+from gateway.seam.grants import GrantView
 from gateway.seam.people import Responder, plain_when, plain_who
 from gateway.seam.views import Progress, RequestView
 from gateway.vocabulary import AnsweredIn
@@ -53,6 +54,18 @@ def _extras(request: RequestView, text: Callable[[str], str]) -> str:
     if allowed:
         extras += f", and allowed {text(str(allowed))}"
     return extras
+
+
+def grant_note(grant: GrantView, new: int) -> str:
+    """What a standing grant did since its last note, under the message that gave it."""
+    who = str(grant.granted_by.get("name") or "someone")
+    calls = "1 more call" if new == 1 else f"{new} more calls"
+    until = f"until {plain_when(grant.expires_at)}" if grant.expires_at else "until revoked"
+    state = "" if grant.live else " It is no longer in force."
+    return (
+        f"{who}'s standing grant approved {calls} of {grant.what} ({until}).{state} "
+        "The console's Grants page lists it and can revoke it."
+    )
 
 
 def progress_line(progress: Progress, *, text: Callable[[str], str] = str) -> str:

@@ -16,7 +16,7 @@ _KEY = "gateway_changes"  # where the running write keeps its Changes, in Connec
 class Changes:
     rids: set[str] = field(default_factory=set)  # requests created or decided
     jobs: bool = False  # outbox jobs became due
-    keys: bool = False  # API keys were revoked: forget cached ones
+    keys: bool = False  # API keys were revoked or a grant given: forget cached ones
     everything: bool = False  # notifications may have been lost: everyone looks again
 
     def __bool__(self) -> bool:

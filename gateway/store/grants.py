@@ -9,6 +9,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from gateway.store import tables
+from gateway.store.changes import keys_changed
 from gateway.store.rows import GrantRow, values
 from gateway.vocabulary import GrantScope
 
@@ -39,8 +40,44 @@ _COVERING = (
 )
 
 
+class GrantedKeys:
+    """The API keys that had a live grant when this process last looked: a create by any
+    other key skips the grant lookup. It can only send a call to a person, never approve
+    one, so a revoke needs no invalidation; a new grant (in this process or another) clears
+    it through the change signal (`Changes.keys`). Read on writer threads, cleared on the
+    event loop's: a read that raced a clear does not keep what it read."""
+
+    def __init__(self) -> None:
+        self._keys: frozenset[int] | None = None
+        self._generation = 0
+
+    def may_have(self, conn: Connection, key_id: int, now: datetime) -> bool:
+        keys, generation = self._keys, self._generation
+        if keys is None:
+            keys = frozenset(conn.execute(_LIVE_KEYS, {"now": now}).scalars())
+            if generation == self._generation:
+                self._keys = keys
+        return key_id in keys
+
+    def clear(self) -> None:
+        self._generation += 1
+        self._keys = None
+
+
+_LIVE_KEYS = (
+    sa.select(_grant.c.key_id)
+    .where(
+        _grant.c.revoked_at.is_(None),
+        sa.or_(_grant.c.expires_at.is_(None), _grant.c.expires_at > sa.bindparam("now")),
+    )
+    .distinct()
+)
+
+
 def add(conn: Connection, grant: GrantRow) -> None:
+    """A new grant; every process forgets which keys have grants (`GrantedKeys`)."""
     conn.execute(sa.insert(_grant), values(grant))
+    keys_changed(conn)
 
 
 def covering(
@@ -68,12 +105,23 @@ def covering(
 _USED = (
     sa.update(_grant)
     .where(_grant.c.id == sa.bindparam("grant_id"))
-    .values(uses=_grant.c.uses + 1, last_used_at=sa.bindparam("now"))
+    .values(
+        uses=_grant.c.uses + 1,
+        last_used_at=sa.bindparam("now"),
+        note_due=sa.func.coalesce(_grant.c.note_due, sa.bindparam("note_due")),
+    )
 )
 
 
-def used(conn: Connection, grant_id: str, now: datetime) -> None:
-    conn.execute(_USED, {"grant_id": grant_id, "now": now})
+def used(conn: Connection, grant_id: str, now: datetime, note_due: datetime) -> None:
+    """One more call approved; its note is due at `note_due` unless one is due already."""
+    conn.execute(_USED, {"grant_id": grant_id, "now": now, "note_due": note_due})
+
+
+def noted(conn: Connection, grant_id: str, uses: int) -> None:
+    """Its note told the uses up to `uses`; the next use schedules the next note."""
+    query = sa.update(_grant).where(_grant.c.id == grant_id)
+    conn.execute(query.values(noted_uses=uses, note_due=None))
 
 
 def get(conn: Connection, grant_id: str) -> GrantRow | None:

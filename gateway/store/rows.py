@@ -100,6 +100,8 @@ class GrantRow:
     revoked_by: str | None = None
     uses: int = 0
     last_used_at: datetime | None = None
+    noted_uses: int = 0
+    note_due: datetime | None = None
 
     @property
     def granted_by(self) -> dict[str, Any]:

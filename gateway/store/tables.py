@@ -114,6 +114,10 @@ class StandingGrant(SQLModel, table=True):
     revoked_by: str | None = Field(default=None, max_length=512)
     uses: int = 0
     last_used_at: datetime | None = Field(default=None, sa_column=_ts(nullable=True))
+    # What its note (under the message that gave it) has told so far, and when the next is
+    # due: set by the first use after a note, so notes come at most once a minute.
+    noted_uses: int = 0
+    note_due: datetime | None = Field(default=None, sa_column=_ts(nullable=True))
 
 
 class RequestEvent(SQLModel, table=True):

@@ -35,7 +35,7 @@ DOCUMENTED: dict[type[StrEnum], set[str]] = {
     Kind: {"function_call", "human_contact"},
     Status: {"pending", "approved", "rejected", "responded", "expired", "cancelled"},
     DeliveryStatus: {"queued", "sent", "retrying", "failed", "skipped", "unconfigured"},
-    JobKind: {"deliver", "update", "webhook", "timer", "remind"},
+    JobKind: {"deliver", "update", "webhook", "timer", "remind", "note"},
     JobStatus: {"pending", "running", "done", "dead"},
     AuditEvent: {
         "created",

@@ -212,3 +212,24 @@ def test_a_reminder_mentions_as_many_as_fit_and_skips_ids_that_are_not_discord_u
     assert 0 < len(named) <= MAX_MENTIONED_USERS and named == many[: len(named)]
     assert content == "".join(f"<@{u}> " for u in named) + REMINDER
     assert "alice@example.com" not in content
+
+
+# --- note: a standing grant's uses, under the post that gave it
+
+
+async def test_a_note_replies_under_the_post_once_per_key_and_pings_nobody(
+    channel: DiscordChannel, fake: FakeDiscord
+) -> None:
+    sent, original = await post(channel, fake)
+    text = "@everyone's standing grant approved 3 more calls of read_file in this run"
+    await channel.note(request_view(), TARGET, sent.ref, text, key="grant g1 3")
+    await channel.note(request_view(), TARGET, sent.ref, text, key="grant g1 3")  # a retry
+    await channel.note(request_view(), TARGET, sent.ref, text, key="grant g1 4")
+    first, retried, second = reminders(fake)
+    assert str(first.json_body["message_reference"]["message_id"]) == str(sent.ref["message_id"])
+    assert first.json_body["allowed_mentions"]["parse"] == []
+    assert first.json_body["content"].startswith("@\u200beveryone")
+    assert first.json_body["nonce"] == retried.json_body["nonce"] != second.json_body["nonce"]
+    notes = [m for m in fake.messages_in(CHANNEL) if "standing grant" in (m.get("content") or "")]
+    assert len(notes) == 2  # one message per key
+    assert fake.messages[sent.ref["message_id"]] == original  # the post is not edited

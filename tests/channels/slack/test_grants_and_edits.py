@@ -18,6 +18,7 @@ from humanlayer import ContactChannel, FunctionCallSpec, HumanLayer, SlackContac
 
 from gateway.policies import grants
 from gateway.seam.grants import GrantView
+from gateway.store import requests as request_store
 from gateway.store import tables
 from gateway.store.values import utcnow
 from tests.channels.slack.helpers import (
@@ -32,7 +33,7 @@ from tests.channels.slack.helpers import (
 )
 from tests.factories import RequestFactory, rid_of
 from tests.fakes.slack import Call, FakeSlack
-from tests.helpers import add_webhook, events, eventually, outbox_idle
+from tests.helpers import add_webhook, events, eventually, jobs, make_due, outbox_idle
 from tests.services.inprocess import RunningGateway, running_gateway, test_settings, write_config
 from tests.services.receiver import WebhookReceiver
 
@@ -155,7 +156,7 @@ async def test_approve_and_allow_in_this_run_lets_the_next_call_through_at_once(
     read_file = read_file_tool(sdk(gateway, agent, "run-1"), ran)
     assert await asyncio.to_thread(read_file, path="/b") == "contents of /b"
     assert ran == ["/b"]
-    await eventually(lambda: outbox_idle(gateway))
+    await eventually(lambda: outbox_idle(gateway, but="note"))
     assert posts_about(fake, "sdk-run-1-1") == []
     audit = await trail(gateway, "sdk-run-1-1")
     assert [e["grant"] for e in audit["auto_approved"]] == [grant.id]
@@ -164,6 +165,52 @@ async def test_approve_and_allow_in_this_run_lets_the_next_call_through_at_once(
     # The same function in another run goes to people.
     await sdk_create(sdk(gateway, agent, "run-2"), "other-run", "/b")
     await goes_to_people(gateway, fake, "other-run")
+
+
+async def test_the_grant_tells_its_thread_what_it_approved_in_one_note_a_minute(
+    gateway: RunningGateway, fake: FakeSlack, request_factory: RequestFactory
+) -> None:
+    agent = await gateway.new_key("default", name="agent")
+    made = await request_factory(
+        gateway, "first", channel=TO_C1, run_id="run-1", key=agent, fn="read_file",
+        kwargs={"path": "/a"}, settle=True,
+    )  # fmt: skip
+    [post] = posts_about(fake, "first")
+    option = grant_option(post, IN_THIS_RUN, "for 1 hour")
+    assert (await send(gateway, pick(fake, made.rid, option["value"]))).status_code == 200
+    await decided(gateway, "first")
+    [delivery] = await gateway.core.db.read(request_store.list_deliveries, [made.rid])
+    ref = json.loads(delivery.ref_json or "{}")
+
+    def notes() -> list[str]:
+        thread = fake.thread(ref["channel"], ref["ts"])
+        return [m["text"] for m in thread if m["metadata"]["event_type"] == "gateway_note"]
+
+    async def covered(calls: int) -> None:
+        """`calls` more calls the grant approves, then its note comes due."""
+        for _ in range(calls):
+            call = await request_factory(
+                gateway, channel=TO_C1, run_id="run-1", key=agent, fn="read_file",
+                kwargs={"path": "/b"},
+            )  # fmt: skip
+            assert call.wire["status"]["approved"] is True
+        waiting = [
+            j for j in await jobs(gateway) if j["kind"] == "note" and j["status"] == "pending"
+        ]
+        assert len(waiting) == 1  # one note for them all, due a minute after the first
+        await make_due(gateway, waiting[0]["id"])
+
+    await covered(3)
+
+    async def noted(count: int) -> bool:
+        return len(notes()) == count
+
+    await eventually(lambda: noted(1))
+    assert "standing grant approved 3 more calls of read_file in this run (run-1)" in notes()[0]
+    await covered(1)
+    await eventually(lambda: noted(2))
+    assert "approved 1 more call of read_file" in notes()[1]
+    assert posts_about(fake, "first") == [post]  # notes only, in its thread
 
 
 async def test_a_revoked_or_expired_grant_lets_nothing_through(

@@ -48,6 +48,8 @@ def upgrade() -> None:
         sa.Column("revoked_by", sa.String(length=512), nullable=True),
         sa.Column("uses", sa.Integer(), nullable=False),
         sa.Column("last_used_at", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("noted_uses", sa.Integer(), nullable=False),
+        sa.Column("note_due", sa.DateTime(timezone=True), nullable=True),
         sa.ForeignKeyConstraint(["project_id"], ["project.id"]),
         sa.ForeignKeyConstraint(["key_id"], ["api_key.id"]),
         sa.ForeignKeyConstraint(["source_rid"], ["request.rid"]),

@@ -15,7 +15,7 @@ from gateway.errors import Conflict, IllegalTransition, InvalidInput, NotAllowed
 from gateway.lifecycle import Event, Kind, Status, noun, transition
 from gateway.outbox import deliveries, webhooks
 from gateway.policies import grants, votes
-from gateway.seam.people import BY_LIST, Responder, already_decided
+from gateway.seam.people import BY_LINK, BY_LIST, Responder, already_decided
 from gateway.store import Tx, dumps, utcnow
 from gateway.store import outbox as outbox_store
 from gateway.store import requests as request_store
@@ -94,6 +94,12 @@ def _check_extras(core: Core, row: RequestRow, decision: Decision) -> None:
     """A grant or an edit only where the request offers it (NotAllowed), and only as one
     (InvalidInput): checked before anything is written."""
     if decision.grant is not None:
+        if decision.user_info.get("by") in (BY_LINK, BY_LIST):  # a bearer of a copy
+            raise NotAllowed(
+                "a standing grant is given only by a person signed in to the console or "
+                "answering as themselves (Slack, Discord, their own email), not through an "
+                "emailed link or a shared list's copy: approve this one alone"
+            )
         grants.checked(core.config, row, decision.grant)
     if decision.edited is not None:
         edits.checked(core.settings, row, decision.edited)

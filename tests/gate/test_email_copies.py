@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from gateway.policies import grants
 from tests.channels.email.helpers import (
     ALICE,
     BOB,
@@ -290,3 +291,29 @@ async def test_a_forged_token_naming_no_real_request_is_ignored_not_a_500(
     )
     outcome = await post_inbound(mailed, raw)
     assert outcome == {"result": "ignored", "reason": "no valid reply token or thread id"}
+
+
+async def test_an_emailed_link_approves_one_call_and_never_gives_a_grant(
+    mailed: RunningGateway, smtp_sink: SmtpSink, request_factory: RequestFactory
+) -> None:
+    """Whoever holds a copy of Alice's email (forwarded, leaked) may answer this one request
+    as Alice, as the link allows; never let the agent's next calls through for hours."""
+    to_alice = {"email": {"address": ALICE}}
+    await request_factory(mailed, "link-grant", fn="read_table", channel=to_alice, settle=True)
+    path = link_in(copy_for(smtp_sink, "link-grant", ALICE))
+    async with httpx.AsyncClient(base_url=mailed.base_url) as browser:
+        page = await browser.get(path)
+        assert 'name="grant"' not in page.text  # not offered to a link's holder
+        csrf = re.search(r'name="csrf" value="([^"]+)"', page.text)
+        assert csrf is not None, page.text
+        form = {
+            "t": path.split("?t=", 1)[1],
+            "csrf": csrf.group(1),
+            "action": "grant",
+            "grant": "run:3600",
+        }
+        crafted = await browser.post(path.split("?")[0], data=form)
+    assert crafted.status_code == 403
+    assert "not through an emailed link" in crafted.text
+    assert (await wire(mailed, "link-grant"))["gateway_status"] == "pending"
+    assert await grants.listing(mailed.core) == []

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 import ssl
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -25,6 +24,7 @@ from gateway.runtime.logs import ACCESS_LOGGER, install_access_log_filter
 from gateway.seam import ChannelContext, ChannelName
 from gateway.settings import Settings
 from gateway.vocabulary import KeyScope
+from tests.services.net import free_port
 
 # httpx builds an SSL context per client (~100 ms); tests open many clients.
 SHARED_SSL = ssl.create_default_context()
@@ -94,11 +94,7 @@ async def running_gateway(
     """The gateway on a free port, with `channels` built by these factories instead of the
     registry's; with `access_log`, its access lines are appended there."""
     core = build_core(settings, {**REGISTRY, **(channels or {})})
-    # The listening socket is bound here and handed to uvicorn: a port picked first and bound
-    # later may be taken by another test worker in between.
-    listening = socket.socket()
-    listening.bind(("127.0.0.1", 0))
-    port = int(listening.getsockname()[1])
+    port = free_port()
     config = uvicorn.Config(
         serving_app(core),
         host="127.0.0.1",
@@ -115,7 +111,7 @@ async def running_gateway(
         access.addHandler(capture)
         access.setLevel(logging.INFO)  # this server's log_level is "warning"
     server = Server(config, core)  # as `gateway serve`: long-polls and live pages end at once
-    task = asyncio.create_task(server.serve(sockets=[listening]))
+    task = asyncio.create_task(server.serve())
     try:
         while not server.started:  # uvicorn offers no event to await for this
             if task.done():
@@ -127,7 +123,6 @@ async def running_gateway(
     finally:
         server.should_exit = True
         await task
-        listening.close()
         if capture is not None:
             access.removeHandler(capture)
             access.setLevel(level)

@@ -14,8 +14,9 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e .
 	touch $@
 
-$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[dev]'
+# The client distribution (client/) with every framework adapter, for its tests and examples.
+$(VENV)/.installed-dev: pyproject.toml client/pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[dev]' -e './client[all]'
 	touch $@ $(VENV)/.installed
 
 install: $(VENV)/.installed

@@ -130,3 +130,10 @@ def test_a_part_imports_only_the_parts_below_it(path: Path) -> None:
     above = set(ORDER[: ORDER.index(own)])
     upward = [m for m in imports(path) if within(m, ("gateway",)) and part(m) in above]
     assert upward == [], (named(path), upward)
+
+
+@pytest.mark.parametrize("path", modules("client/hitl_client"), ids=named)
+def test_the_client_never_imports_the_server(path: Path) -> None:
+    """It is installed where agents run, without the gateway or its dependencies."""
+    server = ("gateway", "channels", "fastapi", "sqlalchemy", "sqlmodel", *PLATFORM_SDKS)
+    assert not {m for m in imports(path) if within(m, server)}

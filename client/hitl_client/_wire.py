@@ -1,0 +1,106 @@
+"""What each client method sends, built once for the sync and the async client alike."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from hitl_client.models import FunctionCall, HumanContact, UserInfo
+
+DEFAULT_BASE = "http://127.0.0.1:8080/humanlayer/v1"  # `make run`'s gateway
+LONG_POLL_SLICE = 60.0  # the longest `?wait=` the gateway holds a GET
+
+Decidable = TypeVar("Decidable", FunctionCall, HumanContact)
+
+
+@dataclass(frozen=True)
+class Call:
+    method: str
+    path: str
+    json: dict[str, Any] | None = None
+    params: dict[str, Any] | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    hold: float = 0.0  # seconds the gateway may hold the answer (a long-poll)
+
+
+@dataclass(frozen=True)
+class Settings:
+    base_url: str
+    api_key: str
+    run_id: str
+
+
+def settings(base_url: str | None, api_key: str | None, run_id: str | None) -> Settings:
+    """Arguments first, then the environment the HumanLayer SDK reads."""
+    key = api_key or os.environ.get("HUMANLAYER_API_KEY")
+    if not key:
+        raise ValueError("no API key: pass api_key= or set HUMANLAYER_API_KEY")
+    base = base_url or os.environ.get("HUMANLAYER_API_BASE") or DEFAULT_BASE
+    run = run_id or os.environ.get("HUMANLAYER_RUN_ID") or "agent"
+    return Settings(base.rstrip("/"), key, run)
+
+
+def new_call_id() -> str:
+    return uuid.uuid4().hex
+
+
+def path_of(kind: type[FunctionCall] | type[HumanContact]) -> str:
+    return "/function_calls" if kind is FunctionCall else "/human_contacts"
+
+
+def _spec(**fields: Any) -> dict[str, Any]:
+    """Only what was given: the gateway fills in the rest."""
+    spec: dict[str, Any] = {}
+    for name, value in fields.items():
+        if isinstance(value, datetime):
+            value = value.isoformat()
+        elif isinstance(value, list):
+            value = [_plain(item) for item in value]
+        if value is not None:
+            spec[name] = value
+    return spec
+
+
+def _plain(item: Any) -> Any:
+    return item.model_dump(exclude_none=True) if isinstance(item, BaseModel) else item
+
+
+def create_function_call(
+    run_id: str, call_id: str, fn: str, kwargs: dict[str, Any], **optional: Any
+) -> Call:
+    body = {"run_id": run_id, "call_id": call_id, "spec": _spec(fn=fn, kwargs=kwargs, **optional)}
+    return Call("POST", "/function_calls", json=body)
+
+
+def create_human_contact(run_id: str, call_id: str, msg: str, **optional: Any) -> Call:
+    body = {"run_id": run_id, "call_id": call_id, "spec": _spec(msg=msg, **optional)}
+    return Call("POST", "/human_contacts", json=body)
+
+
+def get(kind: type[FunctionCall] | type[HumanContact], call_id: str, wait: float | None) -> Call:
+    if wait is None:
+        return Call("GET", f"{path_of(kind)}/{call_id}")
+    wait = min(max(wait, 0.001), LONG_POLL_SLICE)
+    return Call("GET", f"{path_of(kind)}/{call_id}", params={"wait": round(wait, 3)}, hold=wait)
+
+
+def respond(
+    kind: type[FunctionCall] | type[HumanContact],
+    call_id: str,
+    answer: dict[str, Any],
+    idempotency_key: str | None,
+) -> Call:
+    """A decision, sent with one Idempotency-Key through all its retries."""
+    body = {name: value for name, value in answer.items() if value is not None}
+    key = idempotency_key or uuid.uuid4().hex
+    path = f"/agent{path_of(kind)}/{call_id}/respond"
+    return Call("POST", path, json=body, headers={"Idempotency-Key": key})
+
+
+def user_info(value: UserInfo | dict[str, Any] | None) -> dict[str, Any] | None:
+    return value.model_dump(exclude_none=True) if isinstance(value, UserInfo) else value

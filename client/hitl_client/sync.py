@@ -1,0 +1,223 @@
+"""The blocking client."""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, TypeVar
+
+import httpx
+
+from hitl_client import _wire
+from hitl_client._decorate import answer_text, arguments, check_callable_by_name, denial
+from hitl_client._retry import RetryPolicy, result, retry_delay
+from hitl_client._wire import Call, Decidable
+from hitl_client.errors import Unavailable, WaitTimeout
+from hitl_client.models import FunctionCall, HumanContact, ResponseOption, UserInfo
+
+T = TypeVar("T")
+
+
+class Client:
+    """`Client()` reads HUMANLAYER_API_BASE and HUMANLAYER_API_KEY, as the HumanLayer SDK does."""
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        run_id: str | None = None,
+        retry: RetryPolicy | None = None,
+        timeout: float = 30.0,
+        http: httpx.Client | None = None,
+    ) -> None:
+        self.settings = _wire.settings(base_url, api_key, run_id)
+        self.retry = retry or RetryPolicy()
+        self.timeout = timeout
+        self._http = http or httpx.Client()
+        self._owns_http = http is None
+
+    def __repr__(self) -> str:  # never the key
+        return f"Client({self.settings.base_url!r}, run_id={self.settings.run_id!r})"
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._owns_http:
+            self._http.close()
+
+    def create_function_call(
+        self,
+        fn: str,
+        kwargs: dict[str, Any] | None = None,
+        *,
+        call_id: str | None = None,
+        run_id: str | None = None,
+        channel: dict[str, Any] | None = None,
+        reject_options: list[ResponseOption] | None = None,
+        state: dict[str, Any] | None = None,
+        expires_at: datetime | None = None,
+    ) -> FunctionCall:
+        """Ask for approval of `fn(**kwargs)`. Sent again after a lost answer, the same
+        call_id returns the request already made, so retries never make two."""
+        call = _wire.create_function_call(
+            run_id or self.settings.run_id,
+            call_id or _wire.new_call_id(),
+            fn,
+            kwargs or {},
+            channel=channel,
+            reject_options=reject_options,
+            state=state,
+            expires_at=expires_at,
+        )
+        return FunctionCall.model_validate(self._send(call))
+
+    def create_human_contact(
+        self,
+        msg: str,
+        *,
+        subject: str | None = None,
+        call_id: str | None = None,
+        run_id: str | None = None,
+        channel: dict[str, Any] | None = None,
+        response_options: list[ResponseOption] | None = None,
+        state: dict[str, Any] | None = None,
+        expires_at: datetime | None = None,
+    ) -> HumanContact:
+        """Ask a person a question."""
+        call = _wire.create_human_contact(
+            run_id or self.settings.run_id,
+            call_id or _wire.new_call_id(),
+            msg,
+            subject=subject,
+            channel=channel,
+            response_options=response_options,
+            state=state,
+            expires_at=expires_at,
+        )
+        return HumanContact.model_validate(self._send(call))
+
+    def get_function_call(self, call_id: str, *, wait: float | None = None) -> FunctionCall:
+        return self._get(FunctionCall, call_id, wait)
+
+    def get_human_contact(self, call_id: str, *, wait: float | None = None) -> HumanContact:
+        return self._get(HumanContact, call_id, wait)
+
+    def get(self, request: Decidable, *, wait: float | None = None) -> Decidable:
+        """The request as it stands now (or once decided, within `wait` ≤ 60 seconds)."""
+        return self._get(type(request), request.call_id, wait)
+
+    def wait(self, request: Decidable, *, timeout: float | None = None) -> Decidable:
+        """Block until the request is decided, long-polling in 60-second slices; raises
+        WaitTimeout after `timeout` seconds if given."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not request.decided:
+            left = _wire.LONG_POLL_SLICE if deadline is None else deadline - time.monotonic()
+            if left <= 0:
+                raise WaitTimeout(request.call_id, timeout or 0.0)
+            request = self.get(request, wait=min(left, _wire.LONG_POLL_SLICE))
+        return request
+
+    def respond_function_call(
+        self,
+        call_id: str,
+        *,
+        approved: bool,
+        comment: str | None = None,
+        reject_option_name: str | None = None,
+        user_info: UserInfo | dict[str, Any] | None = None,
+        idempotency_key: str | None = None,
+    ) -> FunctionCall:
+        """Decide a function call (a responder's or admin's key; an agent's own key is
+        refused). Retried with one Idempotency-Key, so a lost answer never votes twice."""
+        answer = {
+            "approved": approved,
+            "comment": comment,
+            "reject_option_name": reject_option_name,
+            "user_info": _wire.user_info(user_info),
+        }
+        call = _wire.respond(FunctionCall, call_id, answer, idempotency_key)
+        return FunctionCall.model_validate(self._send(call))
+
+    def respond_human_contact(
+        self,
+        call_id: str,
+        *,
+        response: str | None = None,
+        response_option_name: str | None = None,
+        user_info: UserInfo | dict[str, Any] | None = None,
+        idempotency_key: str | None = None,
+    ) -> HumanContact:
+        answer = {
+            "response": response,
+            "response_option_name": response_option_name,
+            "user_info": _wire.user_info(user_info),
+        }
+        call = _wire.respond(HumanContact, call_id, answer, idempotency_key)
+        return HumanContact.model_validate(self._send(call))
+
+    def require_approval(
+        self, *, channel: dict[str, Any] | None = None, timeout: float | None = None
+    ) -> Callable[[Callable[..., T]], Callable[..., T | str]]:
+        """A decorator: the function runs only once a person approves the call, with the
+        arguments as they approved them; otherwise it returns why, for the agent to read."""
+
+        def decorate(func: Callable[..., T]) -> Callable[..., T | str]:
+            signature = check_callable_by_name(func)
+
+            @functools.wraps(func)
+            def guarded(*args: Any, **kwargs: Any) -> T | str:
+                named = arguments(signature, args, kwargs)
+                call = self.create_function_call(func.__name__, named, channel=channel)
+                call = self.wait(call, timeout=timeout)
+                return func(**call.arguments) if call.approved else denial(call)
+
+            return guarded
+
+        return decorate
+
+    def ask_human(
+        self,
+        msg: str,
+        *,
+        channel: dict[str, Any] | None = None,
+        response_options: list[ResponseOption] | None = None,
+        timeout: float | None = None,
+    ) -> str:
+        """Ask and wait; the person's answer, or why there is none."""
+        contact = self.create_human_contact(msg, channel=channel, response_options=response_options)
+        contact = self.wait(contact, timeout=timeout)
+        return answer_text(contact)
+
+    def _get(self, kind: type[Decidable], call_id: str, wait: float | None) -> Decidable:
+        return kind.model_validate(self._send(_wire.get(kind, call_id, wait)))
+
+    def _send(self, call: Call) -> Any:
+        url = self.settings.base_url + call.path
+        headers = {"Authorization": f"Bearer {self.settings.api_key}", **call.headers}
+        for attempt in range(self.retry.attempts):
+            try:
+                response = self._http.request(
+                    call.method,
+                    url,
+                    json=call.json,
+                    params=call.params,
+                    headers=headers,
+                    timeout=self.timeout + call.hold,
+                )
+            except httpx.TransportError as error:
+                delay = self.retry.delay(attempt)
+                if delay is None:
+                    raise Unavailable(f"{call.method} {url}: {error!r}") from error
+            else:
+                delay = retry_delay(self.retry, attempt, response)
+                if delay is None:
+                    return result(response)
+            time.sleep(delay)
+        raise AssertionError("unreachable: the last attempt returns or raises")

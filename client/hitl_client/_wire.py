@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -10,7 +11,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from hitl_client.models import FunctionCall, HumanContact, UserInfo
+from hitl_client.models import FunctionCall, GatewayStatus, HumanContact, UserInfo
 
 DEFAULT_BASE = "http://127.0.0.1:8080/humanlayer/v1"  # `make run`'s gateway
 LONG_POLL_SLICE = 60.0  # the longest `?wait=` the gateway holds a GET
@@ -89,6 +90,17 @@ def get(kind: type[FunctionCall] | type[HumanContact], call_id: str, wait: float
     return Call("GET", f"{path_of(kind)}/{call_id}", params={"wait": round(wait, 3)}, hold=wait)
 
 
+def listing(
+    kind: type[FunctionCall] | type[HumanContact],
+    run_id: str | None,
+    status: GatewayStatus | None,
+    limit: int,
+    offset: int,
+) -> Call:
+    params = {"run_id": run_id, "status": status, "limit": limit, "offset": offset}
+    return Call("GET", path_of(kind), params={k: v for k, v in params.items() if v is not None})
+
+
 def respond(
     kind: type[FunctionCall] | type[HumanContact],
     call_id: str,
@@ -104,3 +116,16 @@ def respond(
 
 def user_info(value: UserInfo | dict[str, Any] | None) -> dict[str, Any] | None:
     return value.model_dump(exclude_none=True) if isinstance(value, UserInfo) else value
+
+
+def time_left(deadline: float | None) -> float | None:
+    """One deadline for several waits (a `time.monotonic()` value): what is left of it."""
+    return None if deadline is None else max(deadline - time.monotonic(), 0.0)
+
+
+def scoped_call_id(tool_call_id: str | None, scope: str | None) -> str | None:
+    """A framework's tool-call id as the gateway's call_id, so that asking again finds the
+    same request. Models whose ids repeat across runs (a scripted one) need a `scope`."""
+    if tool_call_id is None:
+        return None  # the client makes a fresh one
+    return f"{scope}:{tool_call_id}" if scope else tool_call_id

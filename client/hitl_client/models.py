@@ -130,3 +130,18 @@ class HumanContact(Request):
         """The person's answer: their text, else the option they chose."""
         status = self.status or HumanContactStatus()
         return status.response if status.response is not None else status.response_option_name
+
+
+class Page(Model):
+    total: int
+    limit: int
+    offset: int
+    has_more: bool
+
+
+class FunctionCallPage(Page):
+    items: list[FunctionCall]
+
+
+class HumanContactPage(Page):
+    items: list[HumanContact]

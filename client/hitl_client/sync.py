@@ -15,7 +15,15 @@ from hitl_client._decorate import answer_text, arguments, check_callable_by_name
 from hitl_client._retry import RetryPolicy, result, retry_delay
 from hitl_client._wire import Call, Decidable
 from hitl_client.errors import Unavailable, WaitTimeout
-from hitl_client.models import FunctionCall, HumanContact, ResponseOption, UserInfo
+from hitl_client.models import (
+    FunctionCall,
+    FunctionCallPage,
+    GatewayStatus,
+    HumanContact,
+    HumanContactPage,
+    ResponseOption,
+    UserInfo,
+)
 
 T = TypeVar("T")
 
@@ -112,6 +120,30 @@ class Client:
     def get(self, request: Decidable, *, wait: float | None = None) -> Decidable:
         """The request as it stands now (or once decided, within `wait` ≤ 60 seconds)."""
         return self._get(type(request), request.call_id, wait)
+
+    def list_function_calls(
+        self,
+        *,
+        run_id: str | None = None,
+        status: GatewayStatus | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> FunctionCallPage:
+        """One page of this project's function calls, newest first."""
+        call = _wire.listing(FunctionCall, run_id, status, limit, offset)
+        return FunctionCallPage.model_validate(self._send(call))
+
+    def list_human_contacts(
+        self,
+        *,
+        run_id: str | None = None,
+        status: GatewayStatus | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> HumanContactPage:
+        """One page of this project's questions, newest first."""
+        call = _wire.listing(HumanContact, run_id, status, limit, offset)
+        return HumanContactPage.model_validate(self._send(call))
 
     def wait(self, request: Decidable, *, timeout: float | None = None) -> Decidable:
         """Block until the request is decided, long-polling in 60-second slices; raises

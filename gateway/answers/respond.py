@@ -40,8 +40,6 @@ def function_call_decision(
     row: RequestRow, body: FunctionCallStatusIn, user_info: dict[str, Any]
 ) -> Decision:
     """An API or CLI `respond` to a function call, by the rules every channel shares."""
-    if body.approved is None:
-        raise InvalidInput("approved must be true or false")
     if body.approved and body.reject_option_name is not None:
         raise InvalidInput("reject_option_name is only allowed with approved=false")
     verb = Verb.APPROVE if body.approved else Verb.REJECT

@@ -13,9 +13,26 @@ from fastapi import HTTPException, Request, Response
 from fastapi.routing import APIRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from gateway.wire.models import MAX_JSON_DEPTH, describe_path, json_shape_problem
+from gateway.settings import Settings
+from gateway.wire.models import (
+    MAX_JSON_DEPTH,
+    MAX_JSON_ITEMS,
+    MAX_OBJECT_KEYS,
+    describe_path,
+    json_shape_problem,
+)
 
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_DEFAULT_MAX_BODY = Settings.model_fields["max_body_bytes"].default
+
+# Every request body's limits, stated in the OpenAPI document (StrictJSONRoute).
+BODY_RULES = (
+    f"JSON in UTF-8, at most GATEWAY_MAX_BODY_BYTES bytes (default {_DEFAULT_MAX_BODY:,}; "
+    f"more is 413), nested at most {MAX_JSON_DEPTH} levels deep (the body itself is level "
+    f"1), with at most {MAX_OBJECT_KEYS:,} keys in any one object and {MAX_JSON_ITEMS:,} "
+    "values in all (object members plus array items), each key once per object, and no "
+    "NaN, Infinity or lone surrogate escapes (else 422)."
+)
 
 
 async def _send_413(send: Send, limit: int) -> None:
@@ -172,6 +189,11 @@ class StrictJSONRequest(Request):
 
 
 class StrictJSONRoute(APIRoute):
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        super().__init__(path, endpoint, **kwargs)
+        if self.body_field is not None and self.openapi_extra is None:
+            self.openapi_extra = {"requestBody": {"description": BODY_RULES}}
+
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
 

@@ -7,14 +7,17 @@ undefined fields out instead: `kwargs` of a zero-argument function, `channel`, `
 
 from __future__ import annotations
 
+import copy
 import re
 import unicodedata
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
     AwareDatetime,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     SecretStr,
@@ -90,7 +93,13 @@ CallId = Annotated[
     StringConstraints(max_length=255),
     AfterValidator(_call_id),
     AfterValidator(_no_spoofing),
-    Field(json_schema_extra={"minLength": 1, "pattern": f"^[^{_SPOOFING_CHARS}/\\\\?#%]+$"}),
+    Field(
+        json_schema_extra={
+            "minLength": 1,
+            "pattern": f"^[^{_SPOOFING_CHARS}/\\\\?#%]+$",
+            "not": {"enum": [".", ".."]},
+        }
+    ),
 ]
 
 
@@ -101,7 +110,12 @@ def _no_nul(value: str) -> str:
 
 
 # Free text kept in plain columns: anything but NUL, which PostgreSQL text cannot hold.
-Text = Annotated[str, StringConstraints(max_length=100_000), AfterValidator(_no_nul)]
+Text = Annotated[
+    str,
+    StringConstraints(max_length=100_000),
+    AfterValidator(_no_nul),
+    Field(json_schema_extra={"pattern": "^[^\\x00]*$"}),
+]
 
 # Limits on agent-supplied JSON (kwargs, state, and every request body as a whole), with a
 # wide margin under the first thing that breaks: pydantic's serializer refuses nesting past
@@ -170,8 +184,19 @@ def _bounded_json(value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]
     return value
 
 
+JSON_LIMITS = (
+    f"Any JSON object, nested at most {MAX_JSON_DEPTH} levels deep (the object itself is "
+    f"level 1), with at most {MAX_OBJECT_KEYS:,} keys in any one object and "
+    f"{MAX_JSON_ITEMS:,} values in all (object members plus array items); the whole body "
+    "is held to the same limits and to GATEWAY_MAX_BODY_BYTES."
+)
+
 # kwargs and state: any JSON object within the limits above, stored exactly as sent.
-JSONObject = Annotated[dict[str, Any], AfterValidator(_bounded_json)]
+JSONObject = Annotated[
+    dict[str, Any],
+    AfterValidator(_bounded_json),
+    Field(json_schema_extra={"maxProperties": MAX_OBJECT_KEYS, "description": JSON_LIMITS}),
+]
 
 
 class WireModel(BaseModel):
@@ -194,7 +219,14 @@ class ResponseOption(WireModel):
     interactive: bool = False
 
 
-Options = Annotated[list[ResponseOption], Field(max_length=25)]
+Options = Annotated[
+    list[ResponseOption],
+    Field(
+        max_length=25,
+        # JSON Schema can only say that no two options are the very same object.
+        json_schema_extra={"uniqueItems": True, "description": "Each option's name is unique."},
+    ),
+]
 
 
 def _unique_names(options: list[ResponseOption] | None) -> list[ResponseOption] | None:
@@ -250,7 +282,16 @@ class EmailContactChannel(WireModel):
         return self
 
 
+def _present(name: str) -> dict[str, Any]:
+    """A JSON Schema: `name` is present and not null (the SDK sends null for unset fields)."""
+    return {"required": [name], "properties": {name: {"not": {"type": "null"}}}}
+
+
 class DiscordContactChannel(WireModel):
+    model_config = ConfigDict(
+        json_schema_extra={"oneOf": [_present("channel_id"), _present("user_id")]}
+    )
+
     channel_id: str | None = Field(default=None, pattern=r"^\d{1,25}$")
     user_id: str | None = Field(default=None, pattern=r"^\d{1,25}$")
     allowed_responder_ids: list[Id] | None = Field(default=None, min_length=1)
@@ -271,12 +312,62 @@ class PhoneContactChannel(WireModel):
 MAX_POLICY_DEPTH = 4  # any_of/all_of nesting; deeper trees are a mistake, not a policy
 MAX_BRANCHES = 20
 MAX_DELAY_SECONDS = 30 * 24 * 3600
+
+# A channel whose own slack carries a bot token (JSON Schema).
+_WITH_BOT_TOKEN = {
+    "required": ["slack"],
+    "properties": {
+        "slack": {
+            "type": "object",
+            "required": ["bot_token"],
+            "properties": {"bot_token": {"type": "string"}},
+        }
+    },
+}
+# Every branch, at any depth, is an item of some any_of/all_of: none may carry a bot token,
+# in its own slack or, for a delayed branch, in its channel's.
+_NO_BRANCH_TOKEN = {
+    "not": {
+        "anyOf": [
+            _WITH_BOT_TOKEN,
+            {
+                "required": ["timeout", "channel"],
+                "properties": {"channel": {"type": "object", **_WITH_BOT_TOKEN}},
+            },
+        ]
+    }
+}
+
+
+def _branch_rules(schema: dict[str, Any]) -> None:
+    schema["items"] |= copy.deepcopy(_NO_BRANCH_TOKEN)
+
+
 Branches = Annotated[
-    list["DelayedChannel | ContactChannel"], Field(min_length=1, max_length=MAX_BRANCHES)
+    list["DelayedChannel | ContactChannel"],
+    Field(min_length=1, max_length=MAX_BRANCHES, json_schema_extra=_branch_rules),
 ]
+CHANNEL_RULES = (
+    "Give any_of or all_of, not both; they nest at most "
+    f"{MAX_POLICY_DEPTH} deep. A request's channel counts at most GATEWAY_MAX_POLICY_NODES "
+    "channels (itself and every branch at any depth; default 100) and may reach at most "
+    "GATEWAY_MAX_TARGETS targets (default 50). `team` and `person` name a team or person "
+    "of the gateway's routing config that the API key's project may use. slack.bot_token "
+    "is accepted in the top-level channel only."
+)
 
 
 class ContactChannel(WireModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "description": CHANNEL_RULES,
+            "not": {
+                "required": ["any_of", "all_of"],
+                "properties": {"any_of": {"type": "array"}, "all_of": {"type": "array"}},
+            },
+        }
+    )
+
     slack: SlackContactChannel | None = None
     sms: PhoneContactChannel | None = None
     whatsapp: PhoneContactChannel | None = None
@@ -360,6 +451,57 @@ class Origin(WireModel):
     reason: Annotated[str, StringConstraints(max_length=10_000)] | None = None  # the agent's why
 
 
+# RFC 3339's date-time (JSON Schema's "date-time" format): pydantic alone would also take
+# numbers and numeric strings as Unix times (`0` was 1970), dates without seconds, and more.
+_RFC3339 = re.compile(
+    r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})", re.ASCII
+)
+_DEADLINE_FORM = (
+    "expires_at must be a date-time string with a time zone (RFC 3339), "
+    "e.g. 2099-01-01T12:00:00Z; numbers are not accepted"
+)
+
+
+def _deadline_text(value: Any) -> Any:
+    if isinstance(value, datetime):  # from Python callers (the CLI, MCP, tests)
+        return value
+    if not isinstance(value, str) or _RFC3339.fullmatch(value) is None:
+        raise ValueError(_DEADLINE_FORM)
+    return value
+
+
+def _in_the_future(value: datetime) -> datetime:
+    try:
+        utc = value.astimezone(UTC)
+    except OverflowError:  # before year 1 or after year 9999, once in UTC
+        if value.year > 1:
+            raise ValueError(
+                f"expires_at {value.isoformat()} is after 9999-12-31T23:59:59Z"
+            ) from None
+        utc = datetime.min.replace(tzinfo=UTC)
+    if utc <= datetime.now(UTC):
+        raise ValueError(
+            f"expires_at {value.isoformat()} is in the past; give a time in the future"
+        )
+    return value
+
+
+# When an undecided request fails closed (rejected, or a question expired): a future moment.
+Deadline = Annotated[
+    AwareDatetime,
+    BeforeValidator(_deadline_text),
+    AfterValidator(_in_the_future),
+    Field(examples=["2099-01-01T12:00:00Z"]),
+]
+DEADLINE_RULES = (
+    "When the request, if still undecided, fails closed: a function call is rejected as "
+    "expired, a question expires. An RFC 3339 date-time with a time zone (seconds 00-59), "
+    "in the future when the request is made, and at most 9999-12-31T23:59:59Z; a past one "
+    "is refused (422), and numbers are not accepted. The gateway's own deadline for the "
+    "request (a rule's or policy's `expires_after`) wins when it is earlier."
+)
+
+
 # The pydantic mypy plugin calls its generated __init__'s catch-all **kwargs too.
 class FunctionCallSpec(WireModel):  # type: ignore[no-redef]
     fn: Label
@@ -369,7 +511,7 @@ class FunctionCallSpec(WireModel):  # type: ignore[no-redef]
     reject_options: Annotated[Options | None, AfterValidator(_unique_names)] = None
     state: JSONObject | None = None
     # When an undecided call fails closed (rejected as expired); see gateway.policies.timers.
-    expires_at: AwareDatetime | None = None
+    expires_at: Deadline | None = Field(default=None, description=DEADLINE_RULES)
     origin: Origin | None = None
 
     @model_serializer(mode="wrap")
@@ -383,7 +525,7 @@ class HumanContactSpec(WireModel):
     channel: ContactChannel | None = None
     response_options: Annotated[Options | None, AfterValidator(_unique_names)] = None
     state: JSONObject | None = None
-    expires_at: AwareDatetime | None = None  # then an unanswered question is expired
+    expires_at: Deadline | None = Field(default=None, description=DEADLINE_RULES)
     origin: Origin | None = None
 
     @model_serializer(mode="wrap")
@@ -416,7 +558,11 @@ class UserInfo(WireModel):
     in every channel and stored with the decision."""
 
     model_config = ConfigDict(
-        extra="allow", json_schema_extra={"maxProperties": MAX_USER_INFO_FIELDS}
+        extra="allow",
+        json_schema_extra={
+            "maxProperties": MAX_USER_INFO_FIELDS,
+            "propertyNames": {"maxLength": MAX_USER_INFO_KEY},
+        },
     )
     __pydantic_extra__: dict[str, UserInfoValue] = Field(init=False)
 
@@ -455,23 +601,64 @@ class UserInfo(WireModel):
 
 
 class FunctionCallStatusIn(WireModel):
+    """A decision on a function call. `approved` is true or false, never null or missing. A
+    `reject_option_name` goes with `approved: false` only, and names one of the request's
+    `reject_options` (else 422)."""
+
     model_config = ConfigDict(
         json_schema_extra={
             "examples": [
                 {"approved": True, "comment": "go ahead"},
                 {"approved": False, "comment": "not on a Friday"},
-            ]
+            ],
+            "not": {
+                "required": ["approved", "reject_option_name"],
+                "properties": {
+                    "approved": {"const": True},
+                    "reject_option_name": {"type": "string"},
+                },
+            },
         }
     )
 
-    approved: StrictBool | None = None  # "yes" or "1" must not approve anything
+    approved: StrictBool  # "yes", "1" or null must not decide anything
     comment: Text | None = None
     reject_option_name: Id | None = None
     user_info: UserInfo | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _approved_given(cls, data: Any) -> Any:
+        # Null or missing: a clearer refusal than "field required" (other types: StrictBool's).
+        if isinstance(data, dict) and data.get("approved") is None:
+            raise ValueError("approved must be true or false")
+        return data
+
+
+# Python's blank characters (str.isspace): a response of only these is no response.
+BLANK_CHARS = "\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+
 
 class HumanContactStatusIn(WireModel):
-    model_config = ConfigDict(json_schema_extra={"examples": [{"response": "eu-west-1"}]})
+    """An answer to a question: a `response` that is not blank, or a `response_option_name`
+    naming one of the request's `response_options` (else 422), or both (a response that is
+    not blank is then the answer's text, else the option's)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"response": "eu-west-1"}],
+            "anyOf": [
+                {
+                    "required": ["response"],
+                    "properties": {"response": {"type": "string", "pattern": f"[^{BLANK_CHARS}]"}},
+                },
+                {
+                    "required": ["response_option_name"],
+                    "properties": {"response_option_name": {"type": "string"}},
+                },
+            ],
+        }
+    )
 
     response: Text | None = None
     response_option_name: Id | None = None

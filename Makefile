@@ -53,6 +53,8 @@ bench: dev
 	$(BIN)/python bench/full_store.py --postgres
 	$(BIN)/python bench/slack_latency.py
 	$(BIN)/python bench/discord_latency.py
+	$(BIN)/python bench/teams_latency.py
+	$(BIN)/python bench/telegram_latency.py
 	$(BIN)/python bench/email_latency.py
 	$(BIN)/python bench/replicas.py
 	$(BIN)/python bench/startup.py

@@ -21,7 +21,7 @@ import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,6 +58,19 @@ class Phase:
 
     def p(self, pct: float, values: list[float] | None = None) -> float:
         return common.ms(common.percentile(self.latencies if values is None else values, pct))
+
+    async def time(
+        self, one: Callable[[int], Awaitable[float]], *, warmup: int, count: int, limit: float
+    ) -> None:
+        """`one(index)`'s seconds, warmup + count times, cut short after `limit` seconds."""
+        deadline = time.monotonic() + limit
+        for index in range(warmup + count):
+            if time.monotonic() >= deadline:
+                self.cut_short = True
+                return
+            took = await one(index)
+            if index >= warmup:
+                self.latencies.append(took)
 
 
 class Receiver:

@@ -94,14 +94,12 @@ async def measure() -> Phase:
                     ) as api,
                     httpx.AsyncClient(base_url=process.base_url, timeout=10) as slack,
                 ):
-                    deadline = time.monotonic() + PHASE_LIMIT
-                    for index in range(WARMUP + N):
-                        if time.monotonic() >= deadline:
-                            phase.cut_short = True
-                            break
-                        took = await one_click(api, slack, fake, index)
-                        if index >= WARMUP:
-                            phase.latencies.append(took)
+                    await phase.time(
+                        lambda index: one_click(api, slack, fake, index),
+                        warmup=WARMUP,
+                        count=N,
+                        limit=PHASE_LIMIT,
+                    )
             finally:
                 await asyncio.to_thread(process.stop)
     print(f"  {phase.label}: {len(phase.latencies)} measured", flush=True)

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from channels.discord.channel import DiscordChannel
 from channels.email.channel import EmailChannel
 from channels.slack.channel import SlackChannel
+from channels.teams.channel import TeamsChannel
+from channels.telegram.channel import TelegramChannel
 from channels.web import WebChannel
 from gateway.seam import Channel, ChannelContext, ChannelName
 
@@ -18,6 +20,8 @@ REGISTRY: dict[str, ChannelFactory] = {
     ChannelName.SLACK: SlackChannel,
     ChannelName.DISCORD: DiscordChannel,
     ChannelName.EMAIL: EmailChannel,
+    ChannelName.TEAMS: TeamsChannel,
+    ChannelName.TELEGRAM: TelegramChannel,
 }
 
 __all__ = ["REGISTRY", "ChannelFactory"]

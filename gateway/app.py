@@ -9,7 +9,7 @@ import contextlib
 import gc
 import logging
 import socket
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager
 
 import httpx
@@ -92,16 +92,23 @@ def singleton_ownership(core: Core, replica: str | None = None) -> Ownership | N
     runs on the one replica that owns it. On SQLite this process owns them all (None)."""
     if core.db.is_sqlite:
         return None
-    supervisors = [
-        channel.connection
-        for channel in core.channels.values()
-        if isinstance(channel, Connected) and isinstance(channel.connection, Supervisor)
-    ]
+    supervisors = singletons(core.channels.values())
     if not supervisors:
         return None
     ownership = Ownership(core.db.url, replica=replica or default_replica_id())
     ownership.hold(supervisors)
     return ownership
+
+
+def singletons(channels: Iterable[Channel]) -> list[Supervisor]:
+    """The supervised connections that must run once per deployment (not a Teams token)."""
+    return [
+        channel.connection
+        for channel in channels
+        if isinstance(channel, Connected)
+        and isinstance(channel.connection, Supervisor)
+        and channel.connection.singleton
+    ]
 
 
 def _say_channel_states(core: Core) -> None:

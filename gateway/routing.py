@@ -104,6 +104,8 @@ class Person(Strict):
     slack: str | None = None
     discord: str | None = None
     email: str | None = None
+    teams: str | None = None  # Microsoft Entra (AAD) object id
+    telegram: str | None = Field(default=None, pattern=r"^\d{1,20}$")  # Telegram user id
     # Web console sign-in: an argon2 hash (`gateway console hash-password`), and the
     # projects this person works in ("*": all): sees in the console, and may be named in
     # the spec.channel of that project's agents.
@@ -119,6 +121,8 @@ class Team(Timing):
     projects: list[str] = Field(default_factory=lambda: ["*"])
     slack_channel: str | None = None
     discord_channel: str | None = None
+    teams_channel: str | None = None  # a Teams channel's conversation id (19:…@thread.tacv2)
+    telegram_chat: str | None = Field(default=None, pattern=r"^-?\d{1,20}$")  # a group's id
     email: str | None = None
     approvals_required: Annotated[int, Field(ge=1, le=100)] | None = None  # distinct people
 
@@ -291,6 +295,13 @@ class RoutingConfig(Strict):
             address = {"channel_id": team.discord_channel}
             ids = [p.discord for p in people]
             targets.append(_members(ChannelName.DISCORD, address, ids, via))
+        if team.teams_channel:
+            address = {"conversation_id": team.teams_channel}
+            targets.append(_members(ChannelName.TEAMS, address, [p.teams for p in people], via))
+        if team.telegram_chat:
+            address = {"chat_id": team.telegram_chat}
+            ids = [p.telegram for p in people]
+            targets.append(_members(ChannelName.TELEGRAM, address, ids, via))
         if team.email:  # the list itself answers too, as one voter (its members' replies)
             address = {"address": team.email}
             ids = [team.email, *[p.email for p in people]]
@@ -311,6 +322,12 @@ class RoutingConfig(Strict):
         if person.discord:
             address = self.discord_dm(person.discord)
             targets.append(_target(ChannelName.DISCORD, address, [person.discord], via))
+        if person.teams:  # a 1:1 chat, through the conversation the bot's install opened
+            address = {"user_id": person.teams}
+            targets.append(_target(ChannelName.TEAMS, address, [person.teams], via))
+        if person.telegram:  # a private chat's id is the user's id
+            address = {"chat_id": person.telegram}
+            targets.append(_target(ChannelName.TELEGRAM, address, [person.telegram], via))
         if person.email:
             targets.append(
                 _target(ChannelName.EMAIL, {"address": person.email}, [person.email], via)
@@ -338,6 +355,8 @@ class RoutingConfig(Strict):
             for channel, where, ids in (
                 ("Slack", team.slack_channel, [p.slack for p in people]),
                 ("Discord", team.discord_channel, [p.discord for p in people]),
+                ("Teams", team.teams_channel, [p.teams for p in people]),
+                ("Telegram", team.telegram_chat, [p.telegram for p in people]),
             ):
                 if where and not any(ids):
                     found.append(

@@ -86,6 +86,8 @@ class ChannelName(StrEnum):
     SLACK = "slack"
     DISCORD = "discord"
     EMAIL = "email"
+    TEAMS = "teams"
+    TELEGRAM = "telegram"
     SMS = "sms"
     WHATSAPP = "whatsapp"
 
@@ -116,6 +118,8 @@ class AnsweredIn(StrEnum):
     SLACK = "slack"
     DISCORD = "discord"
     EMAIL = "email"
+    TEAMS = "teams"
+    TELEGRAM = "telegram"
 
 
 class GrantScope(StrEnum):

@@ -22,12 +22,15 @@ from tests.services.smtp_sink import SmtpSink
 IN_CI = os.environ.get("CI") == "true"
 MIGRATED_TEMPLATE = "gw_template"
 # Every setting the gateway or a channel reads from the environment (or ./.env) starts so.
-SETTING_PREFIXES = ("GATEWAY_", "SLACK_", "DISCORD_", "SMTP_", "IMAP_", "EMAIL_")
+SETTING_PREFIXES = (
+    *("GATEWAY_", "SLACK_", "DISCORD_", "SMTP_", "IMAP_", "EMAIL_", "TEAMS_", "TELEGRAM_"),
+)
 # `make test` runs the suite on two workers (pytest-xdist), then these alone: they time a
 # process's start, a takeover or a deadline to the second, which a busy neighbour would skew.
 SERIAL = (
     "tests/replicas/",
     "tests/channels/test_platform_outages.py",
+    "tests/channels/telegram/test_telegram_outage.py",
     "tests/channels/test_policies_e2e.py",
     "tests/test_policy_durability.py",
     "tests/test_policy_sdk_deadline.py",

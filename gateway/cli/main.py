@@ -11,11 +11,14 @@ import socket
 import sys
 from collections.abc import Awaitable, Callable
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from channels.discord.channel import DiscordChannel
 from channels.registry import REGISTRY
 from channels.slack.manifest import manifest
+from channels.teams.manifest import write_package
+from channels.teams.settings import TeamsSettings
 from channels.web.auth import console_people, create_sign_in_link, hash_password
 from gateway.answers import decisions, respond
 from gateway.app import Server, build_core, serving_app
@@ -371,6 +374,14 @@ def slack_manifest(_settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def teams_manifest(_settings: Settings, args: argparse.Namespace) -> int:
+    package = write_package(
+        Path(args.output), TeamsSettings().app_id, args.public_url, name=args.name
+    )
+    print(package)
+    return 0
+
+
 def discord_invite_url(settings: Settings, _args: argparse.Namespace) -> int:
     async def main() -> str:
         channel = DiscordChannel(offline_context(settings, ChannelName.DISCORD))
@@ -478,6 +489,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     p = discord.add_parser("invite-url", help="print the URL that adds the bot to a server")
     p.set_defaults(run=discord_invite_url)
+    teams = commands.add_parser("teams", help="Microsoft Teams app").add_subparsers(
+        dest="action", required=True
+    )
+    p = teams.add_parser("manifest", help="write the app package (a zip) to upload to Teams")
+    p.add_argument("--public-url", required=True, help="this gateway's https URL")
+    p.add_argument("--output", default="hitl-gateway-teams.zip", help="the zip to write")
+    p.add_argument("--name", default="HITL Gateway", help="the app's name in Teams")
+    p.set_defaults(run=teams_manifest)
     tests = commands.add_parser("rules", help="the routing config's rules").add_subparsers(
         dest="action", required=True
     )

@@ -18,8 +18,8 @@ __all__ = ["channel_context", "offline_context"]
 
 
 def channel_context(core: Core, name: ChannelName) -> ChannelContext:
-    def supervise(connection: str, session: Session) -> Connection:
-        return supervisor(core, connection, session)
+    def supervise(connection: str, session: Session, *, singleton: bool = True) -> Connection:
+        return supervisor(core, connection, session, singleton=singleton)
 
     return ChannelContext(
         name=name,

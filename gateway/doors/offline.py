@@ -53,6 +53,8 @@ def offline_context(settings: Settings, name: ChannelName) -> ChannelContext:
         answers=_Nothing("answers"),
         records=_Nothing("records"),
         keys=keys,
-        supervise=lambda connection, session: detached_supervisor(settings, connection, session),
+        supervise=lambda connection, session, singleton=True: detached_supervisor(
+            settings, connection, session, singleton=singleton
+        ),
         console=_Nothing("console"),
     )

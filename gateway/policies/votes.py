@@ -3,7 +3,8 @@ transaction that records it, so concurrent votes see each other and only the vot
 resolves the root decides.
 
 A person is one voter however many copies they click: a configured person by any of their
-Slack, Discord or email ids (or their console sign-in name), else the platform's own id.
+Slack, Discord, Teams, Telegram or email ids (or their console sign-in name), else the
+platform's own id.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ def person_of(config: RoutingConfig, info: dict[str, Any]) -> str:
         if (
             (via == AnsweredIn.SLACK and ident == person.slack)
             or (via == AnsweredIn.DISCORD and ident == person.discord)
+            or (via == AnsweredIn.TEAMS and ident == person.teams)
+            or (via == AnsweredIn.TELEGRAM and ident == person.telegram)
             or (email and email == (person.email or "").lower())
         ):
             return f"person:{name}"
@@ -63,7 +66,8 @@ def _ids_of(config: RoutingConfig, person: str) -> set[str]:
     configured = config.people.get(person.removeprefix("person:"))
     if not person.startswith("person:") or configured is None:
         return set()
-    return {i for i in (configured.slack, configured.discord, configured.email) if i}
+    ids = (configured.slack, configured.discord, configured.teams, configured.telegram)
+    return {i for i in (*ids, configured.email) if i}
 
 
 def counted_targets(

@@ -37,8 +37,10 @@ class Supervisor:
         connect_timeout: float,
         policy: RetryPolicy,
         on_connected: Callable[[], Coroutine[Any, Any, None]] | None = None,
+        singleton: bool = True,
     ) -> None:
         self.name = name
+        self.singleton = singleton  # run by one replica among several (gateway.runtime.ownership)
         self._session = session
         self._connect_timeout = connect_timeout
         self._policy = policy

@@ -3,7 +3,6 @@ it may use. A channel keeps it; it never reaches the core any other way."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -83,7 +82,11 @@ class Keys(Protocol):
         ...
 
 
-Supervise = Callable[[str, Session], Connection]
+class Supervise(Protocol):
+    def __call__(self, name: str, session: Session, /, *, singleton: bool = True) -> Connection:
+        """`session` supervised; `singleton`: with several replicas, run by one of them (a
+        connection the platform allows once per bot), else by every replica (a token)."""
+        ...
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSITION_ROOT = {"gateway/app.py", "gateway/cli/main.py"}
-PLATFORM_SDKS = ("slack_bolt", "slack_sdk", "discord", "aiosmtplib", "aioimaplib")
+PLATFORM_SDKS = (
+    *("slack_bolt", "slack_sdk", "discord", "aiosmtplib", "aioimaplib"),
+    *("microsoft_agents", "aiogram", "telegram"),
+)
 DATABASE_LIBRARIES = ("sqlalchemy", "sqlmodel", "alembic", "psycopg", "asyncpg", "sqlite3")
 # What a channel (and the seam itself) may import of the gateway: the seam, and the three
 # modules of plain words under it.

@@ -10,6 +10,8 @@ from pydantic_settings import BaseSettings
 from channels.discord.settings import DiscordSettings
 from channels.email.settings import EmailSettings
 from channels.slack.settings import SlackSettings
+from channels.teams.settings import TeamsSettings
+from channels.telegram.settings import TelegramSettings
 from gateway.settings import Settings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -22,7 +24,10 @@ def env_names(settings: type[BaseSettings]) -> list[str]:
 
 ALL_NAMES = [
     name
-    for settings in (Settings, SlackSettings, DiscordSettings, EmailSettings)
+    for settings in (
+        *(Settings, SlackSettings, DiscordSettings, EmailSettings),
+        *(TeamsSettings, TelegramSettings),
+    )
     for name in env_names(settings)
 ]
 

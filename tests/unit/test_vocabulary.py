@@ -57,8 +57,11 @@ DOCUMENTED: dict[type[StrEnum], set[str]] = {
         "grant_revoked",
         "edited",
     },
-    ChannelName: {"web", "slack", "discord", "email", "sms", "whatsapp"},
-    AnsweredIn: {"api", "cli", "gateway", "grant", "web", "slack", "discord", "email"},
+    ChannelName: {"web", "slack", "discord", "email", "teams", "telegram", "sms", "whatsapp"},
+    AnsweredIn: {
+        *("api", "cli", "gateway", "grant", "web"),
+        *("slack", "discord", "email", "teams", "telegram"),
+    },
     Timer: {"expire", "remind", "escalate"},
     GrantScope: {"args", "run", "key"},
 }

@@ -1,0 +1,1 @@
+"""The Telegram channel (python-telegram-bot); only this package imports it."""

@@ -19,7 +19,16 @@ from starlette.types import ASGIApp
 
 from channels.registry import REGISTRY, ChannelFactory
 from gateway import __version__
-from gateway.api import channels_status, conformance, errors, extensions, grants, health, routes
+from gateway.api import (
+    channels_status,
+    conformance,
+    errors,
+    extensions,
+    grants,
+    health,
+    jwks,
+    routes,
+)
 from gateway.api.body import BodyLimit
 from gateway.api.fast_path import FastPath
 from gateway.core import Core
@@ -161,6 +170,7 @@ def create_app(core: Core) -> FastAPI:
     app.include_router(routes.health)
     app.include_router(routes.health, prefix="/humanlayer/v1")
     app.include_router(health.router)  # /readyz and /metrics, at the root
+    app.include_router(jwks.router)  # /.well-known/jwks.json, receipts' public keys
     app.include_router(extensions.router, prefix="/gateway/v1")
     app.include_router(channels_status.router, prefix="/gateway/v1")
     app.include_router(grants.router, prefix="/gateway/v1")

@@ -14,7 +14,7 @@ from gateway.errors import Conflict, NotFound
 from gateway.lifecycle import Event, Kind, Status, noun, transition
 from gateway.outbox import deliveries, webhooks
 from gateway.outbox.deliveries import Audit, Planned
-from gateway.policies import evaluator, grants, plans
+from gateway.policies import evaluator, grants, plans, receipts
 from gateway.policies.plans import Plan
 from gateway.policies.timers import schedule as schedule_timers
 from gateway.security.crypto import new_rid
@@ -78,7 +78,9 @@ def _plan(core: Core, caller: Caller, kind: Kind, body: Incoming) -> Plan:
     )
 
 
-def _record_route(tx: Tx, row: RequestRow, plan: Plan, planned: list[Planned]) -> None:
+def _record_route(tx: Tx, row: RequestRow, plan: Plan, planned: list[Planned]) -> str | None:
+    """The request's first audit events; returns the `decided` event's digest when its rule
+    decided it (its receipt names that event)."""
     routed: dict[str, Any] = {"targets": len(plan.targets)}
     if plan.rule_label is not None:
         routed["rule"] = plan.rule_label
@@ -86,9 +88,11 @@ def _record_route(tx: Tx, row: RequestRow, plan: Plan, planned: list[Planned]) -
     if plan.decided:
         audit.append((AuditEvent.DECIDED, {"status": row.status, "by": row.user_info}))
     audit += deliveries.add(tx, row, planned)
-    request_store.add_events(tx, row.rid, audit)
+    digests = request_store.add_events(tx, row.rid, audit)
     if not plan.decided:  # a decided request has no deadline, reminder or escalation left
         schedule_timers(tx, row, plan.schedule)
+        return None
+    return digests[2]  # created, routed, decided
 
 
 def _decided_by_rule(plan: Plan, kind: Kind, at: datetime) -> dict[str, Any]:
@@ -159,10 +163,11 @@ async def create(core: Core, caller: Caller, kind: Kind, body: Incoming) -> dict
             assert existing is not None  # the insert found it
             return existing, False
         if grant is not None:
-            grants.auto_approved(tx, new, grant, len(planned.targets))
+            digest = grants.auto_approved(tx, new, grant, len(planned.targets))
         else:
-            _record_route(tx, new, planned, planned_deliveries)
-        if planned.decided or grant is not None:
+            digest = _record_route(tx, new, planned, planned_deliveries)
+        if planned.decided or grant is not None:  # decided at create: signed, and sent
+            new = receipts.sign(tx, core.box, new, digest)
             webhooks.enqueue_completed(tx, new, core.settings.webhook_delays)
         return new, True
 

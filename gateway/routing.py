@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -49,6 +50,23 @@ def parse_duration(value: object) -> object:
 
 
 Duration = Annotated[float, BeforeValidator(parse_duration), Field(ge=0, le=MAX_DELAY_SECONDS)]
+
+
+MIN_RETENTION_SECONDS = 86400.0  # a day: anything shorter would redact requests being read
+
+
+def _at_least_a_day(seconds: float) -> float:
+    if seconds < MIN_RETENTION_SECONDS:
+        raise ValueError(f"a retention shorter than 1 day is refused ({seconds:g} s): use e.g. 90d")
+    return seconds
+
+
+class RetentionConfig(Strict):
+    """How long a decided request keeps its content (gateway.policies.retention)."""
+
+    decided_after: Annotated[
+        float, BeforeValidator(parse_duration), AfterValidator(_at_least_a_day)
+    ]
 
 
 class EscalationStep(Strict):
@@ -208,6 +226,8 @@ class ProjectConfig(Timing):
     # An agent's spec.channel.email.template renders (in a process of its own, on a budget)
     # only when its project allows it; otherwise the gateway's own template is used.
     allow_agent_templates: bool = False
+    # Decided requests older than this lose their content to its hashes (None: kept).
+    retention: RetentionConfig | None = None
 
 
 class WebhookConfig(Strict):

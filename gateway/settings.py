@@ -54,6 +54,9 @@ class Settings(EnvSettings):
     # First retry delay of a failed channel delivery; doubles per attempt, up to 5 minutes.
     channel_retry_base_seconds: float = Field(default=2.0, gt=0)
     outbox_poll_seconds: float = Field(default=1.0, gt=0)
+    # How often each project's audit chain head is published (a log line, `audit.checkpoint`
+    # webhooks), when it grew since the last time.
+    audit_checkpoint_seconds: float = Field(default=3600.0, gt=0)
     # A platform connection (Discord, Slack Socket Mode, IMAP) that is not up within this
     # many seconds is retried with backoff, up to the cap; the API never waits on it.
     channel_connect_timeout_seconds: float = Field(default=10.0, gt=0)

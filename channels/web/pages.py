@@ -1,6 +1,7 @@
 """The console's routes: sign-in, queue (and its bulk answer), request pages and their
-actions ("Approve and allow…", "Edit and approve"), history, standing grants and their
-revokes, webhooks, channel health, live updates, and the scanner-safe request links `/r/<rid>`.
+actions ("Approve and allow…", "Edit and approve"), history, insights
+(`channels.web.insights`), standing grants and their revokes, webhooks, channel health, live
+updates, and the scanner-safe request links `/r/<rid>`.
 
 GETs never change anything (but for taking a one-time notice). Every `/console` POST must come
 from a page of this site (its Origin, or Referer); those of a session also carry its CSRF token.
@@ -18,7 +19,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response, StreamingResponse
 
-from channels.web import actions, render
+from channels.web import actions, insights, render
 from channels.web.auth import (
     LINK_SID,
     Viewer,
@@ -127,6 +128,7 @@ class ConsolePages:
             ("/console/logout/everywhere", self.logout_everywhere, "POST"),
             ("/console", self.queue, "GET"),
             ("/console/history", self.history, "GET"),
+            ("/console/insights", self.insights_page, "GET"),
             ("/console/requests/{rid}", self.request_page, "GET"),
             ("/console/requests/{rid}", self.decide_page, "POST"),
             ("/console/requests/{rid}/neighbour", self.neighbour, "GET"),
@@ -283,6 +285,14 @@ class ConsolePages:
             viewer=viewer,
             csrf=self._csrf(viewer),
         )
+
+    async def insights_page(self, request: Request) -> Response:
+        """How decisions flow, as charts and tables (`channels.web.insights`)."""
+        viewer = viewer_of(request)
+        if viewer is None:
+            return _to_sign_in(request)
+        query = request.query_params
+        return await insights.page(self.console, query, viewer, self._csrf(viewer))
 
     async def bulk(self, request: Request) -> Response:
         """The queue's bulk answer: each selected request (or each pending one matching the

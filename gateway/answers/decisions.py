@@ -14,7 +14,7 @@ from gateway.core import Core
 from gateway.errors import Conflict, IllegalTransition, InvalidInput, NotAllowed
 from gateway.lifecycle import Event, Kind, Status, noun, transition
 from gateway.outbox import deliveries, webhooks
-from gateway.policies import grants, votes
+from gateway.policies import grants, receipts, votes
 from gateway.seam.people import BY_LINK, BY_LIST, Responder, already_decided
 from gateway.store import Tx, dumps, utcnow
 from gateway.store import outbox as outbox_store
@@ -37,12 +37,16 @@ def _first_answer(conn: Tx, rid: str, token: str | None) -> bool:
     return False
 
 
-def _after_decision(conn: Tx, core: Core, row: RequestRow, decision: Decision) -> None:
-    """Side effects that must happen exactly when the decision commits."""
+def _after_decision(conn: Tx, core: Core, row: RequestRow, decision: Decision) -> RequestRow:
+    """Side effects that must happen exactly when the decision commits; returns the row
+    with its signed receipt (which the webhook carries)."""
     detail: dict[str, Any] = {"status": row.status, "by": json.loads(row.user_info_json or "{}")}
     if decision.idempotency is not None:
         detail["idempotency"] = decision.idempotency
-    request_store.add_event(conn, row.rid, AuditEvent.DECIDED, detail)
+    # What was said, in the chain too: an edit of the row's comment afterwards then shows.
+    detail |= {k: v for k, v in (("comment", row.comment), ("response", row.response)) if v}
+    digest = request_store.add_event(conn, row.rid, AuditEvent.DECIDED, detail)
+    row = receipts.sign(conn, core.box, row, digest)
     if decision.edited is not None:
         edits.record(conn, row)
     if decision.grant is not None:
@@ -50,6 +54,7 @@ def _after_decision(conn: Tx, core: Core, row: RequestRow, decision: Decision) -
     deliveries.update_copies(conn, row)
     outbox_store.cancel_timers(conn, row.rid)
     webhooks.enqueue_completed(conn, row, core.settings.webhook_delays)
+    return row
 
 
 def next_status(row: RequestRow, event: Event) -> Status:
@@ -122,8 +127,7 @@ def _expire_now(conn: Tx, core: Core, row: RequestRow) -> RequestRow:
         conn, row.rid, next_status(row, expiry.event), _fields(expiry)
     )
     assert decided is not None  # called on a locked or still-pending row
-    _after_decision(conn, core, decided, expiry)
-    return decided
+    return _after_decision(conn, core, decided, expiry)
 
 
 def refusal(current: RequestRow) -> str:
@@ -160,8 +164,7 @@ async def decide(core: Core, row: RequestRow, decision: Decision) -> RequestRow:
             current = request_store.get_by_rid(conn, row.rid)
             assert current is not None
             return current, _first_answer(conn, row.rid, decision.idempotency)
-        _after_decision(conn, core, updated, decision)
-        return updated, True
+        return _after_decision(conn, core, updated, decision), True
 
     current, ours = await core.db.write_for(row.rid, compare_and_set)
     if not ours:
@@ -223,8 +226,7 @@ async def submit(core: Core, row: RequestRow, decision: Decision) -> RequestRow:
             conn, row.rid, next_status(current, final.event), _fields(final)
         )
         assert decided is not None  # locked and pending
-        _after_decision(conn, core, decided, final)
-        return decided, True
+        return _after_decision(conn, core, decided, final), True
 
     current, ours = await core.db.write_for(row.rid, vote)
     if current is None:

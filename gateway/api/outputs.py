@@ -42,6 +42,14 @@ class FunctionCall(BaseModel):
     gateway_status: str = Field(
         description="An extension: pending, approved, rejected, cancelled (the lifecycle)"
     )
+    receipt: str | None = Field(
+        default=None,
+        description=(
+            "An extension, present once decided: the decision's signed receipt, a compact JWS "
+            "(EdDSA) to verify against /.well-known/jwks.json (README 'Signed decision "
+            "receipts')"
+        ),
+    )
 
 
 class FunctionCallPage(BaseModel):

@@ -22,7 +22,7 @@ from channels.teams.settings import TeamsSettings
 from channels.web.auth import console_people, create_sign_in_link, hash_password
 from gateway.answers import decisions, respond
 from gateway.app import Server, build_core, serving_app
-from gateway.cli import bootstrap, claude_hook, rules, workers
+from gateway.cli import audit, bootstrap, claude_hook, receipts, retention, rules, workers
 from gateway.cli.checks import run_checks
 from gateway.cli.webhook_ping import send_test_event
 from gateway.core import Core
@@ -516,6 +516,9 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(run=console_hash_password)
     db = commands.add_parser("db", help="database").add_subparsers(dest="action", required=True)
     db.add_parser("upgrade", help="apply migrations").set_defaults(run=_with_core(db_upgrade))
+    audit.add_commands(commands)
+    retention.add_commands(commands)
+    receipts.add_commands(commands)
     hook = commands.add_parser("hook", help="coding-agent hooks decided through a gateway's API")
     p = hook.add_subparsers(dest="action", required=True).add_parser(
         "claude-code", help="Claude Code PreToolUse/PermissionRequest: JSON in, decision out"

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from gateway.core import ANY, Core, Signal
+from gateway.doors import insights
 from gateway.lifecycle import Status
 from gateway.policies import evaluator, grants, votes
 from gateway.routing import Person, RoutingConfig, Rule, rule_label
@@ -37,6 +38,7 @@ from gateway.seam.console import (
     WebhookJobView,
 )
 from gateway.seam.grants import GrantView
+from gateway.seam.insights import Insights
 from gateway.seam.views import RequestView
 from gateway.store import console as console_store
 from gateway.store import projects as project_store
@@ -236,6 +238,11 @@ class ConsoleDoor:
 
     def rules(self) -> list[RuleView]:
         return [_rule_view(rule, index) for index, rule in enumerate(self.core.config.rules)]
+
+    async def insights(
+        self, projects: Sequence[str] | None, since: datetime, until: datetime
+    ) -> Insights:
+        return await insights.gather(self.core, projects, since, until)
 
     async def redeliver(self, job_id: int, sees: Sees) -> bool:
         return await self.db.write(console_store.redeliver_webhook, job_id, sees)

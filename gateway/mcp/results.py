@@ -44,13 +44,17 @@ def decision(wire: dict[str, Any]) -> dict[str, Any]:
         )
     info = wire["status"].get("user_info") or {}
     edited = edited_arguments(wire)
-    return {
-        "status": status,  # approved, rejected (an expired deadline is a rejection), cancelled
-        "call_id": call_id,
-        "comment": wire["status"].get("comment"),
-        "decided_by": _who(info),
-        "decided_in": info.get("channel"),
-    } | ({} if edited is None else {"arguments": edited, "message": EDITED})
+    return (
+        {
+            "status": status,  # approved, rejected (an expired deadline is a rejection), cancelled
+            "call_id": call_id,
+            "comment": wire["status"].get("comment"),
+            "decided_by": _who(info),
+            "decided_in": info.get("channel"),
+        }
+        | _receipt(wire)
+        | ({} if edited is None else {"arguments": edited, "message": EDITED})
+    )
 
 
 def answer(wire: dict[str, Any]) -> dict[str, Any]:
@@ -68,7 +72,12 @@ def answer(wire: dict[str, Any]) -> dict[str, Any]:
         "option": wire["status"].get("response_option_name"),
         "answered_by": _who(info),
         "answered_in": info.get("channel"),
-    }
+    } | _receipt(wire)
+
+
+def _receipt(wire: dict[str, Any]) -> dict[str, Any]:
+    """The decision's signed receipt, to check offline against the gateway's JWKS."""
+    return {"receipt": wire["receipt"]} if wire.get("receipt") else {}
 
 
 def edited_arguments(wire: dict[str, Any]) -> dict[str, Any] | None:

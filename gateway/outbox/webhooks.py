@@ -29,6 +29,8 @@ from gateway.wire.output import to_wire
 log = logging.getLogger(__name__)
 
 EVENTS = ("function_call.completed", "human_contact.completed")
+# Sent only to endpoints that list it by name (not to "all events"): gateway.outbox.checkpoints.
+CHECKPOINT_EVENT = "audit.checkpoint"
 _EVENT_OF_KIND = {Kind.FUNCTION_CALL: EVENTS[0], Kind.HUMAN_CONTACT: EVENTS[1]}
 USER_AGENT = "hitl-gateway-webhooks/1"
 
@@ -145,9 +147,10 @@ async def add_endpoint(
     secret: str | None = None,
 ) -> tuple[int, str]:
     """Register (or re-key) an endpoint; returns its id and its whsec_ secret."""
-    unknown = sorted(set(events or []) - set(EVENTS))
+    known = (*EVENTS, CHECKPOINT_EVENT)
+    unknown = sorted(set(events or []) - set(known))
     if unknown:
-        raise InvalidInput(f"unknown webhook events {unknown}; known: {', '.join(EVENTS)}")
+        raise InvalidInput(f"unknown webhook events {unknown}; known: {', '.join(known)}")
     try:
         if core.settings.webhook_allow_private:
             check_scheme(url)

@@ -158,9 +158,10 @@ def approved_by(row: RequestRow, grant: GrantRow) -> RequestRow:
     )
 
 
-def auto_approved(tx: Tx, row: RequestRow, grant: GrantRow, targets: int) -> None:
+def auto_approved(tx: Tx, row: RequestRow, grant: GrantRow, targets: int) -> str | None:
     """The audit trail of a request a grant approved at create; the grant counts a use, and
-    the first use since its last note schedules the next (a minute on: one note a minute)."""
+    the first use since its last note schedules the next (a minute on: one note a minute).
+    Returns the `auto_approved` event's digest (its receipt names that event)."""
     due = row.requested_at + timedelta(seconds=NOTE_EVERY_SECONDS)
     grant_store.used(tx, grant.id, row.requested_at, due)
     if grant.note_due is None:
@@ -180,7 +181,7 @@ def auto_approved(tx: Tx, row: RequestRow, grant: GrantRow, targets: int) -> Non
         (AuditEvent.ROUTED, {"targets": targets, "grant": grant.id}),
         (AuditEvent.AUTO_APPROVED, detail),
     ]
-    request_store.add_events(tx, row.rid, audit)
+    return request_store.add_events(tx, row.rid, audit)[2]
 
 
 def revoke(tx: Tx, grant_ids: list[str], by: str) -> list[GrantRow]:

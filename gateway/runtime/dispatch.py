@@ -23,8 +23,10 @@ from gateway.core import Core
 from gateway.errors import ChannelDown, DeliveryError
 from gateway.lifecycle import Status
 from gateway.outbox import deliveries, webhooks
+from gateway.outbox.checkpoints import keep_publishing
 from gateway.outbox.lanes import Deferred, Lanes, Slots, lane_of
 from gateway.policies import grants
+from gateway.policies.retention import keep_redacting
 from gateway.runtime import due
 from gateway.runtime.channel_states import connected
 from gateway.runtime.retry import RetryPolicy
@@ -109,6 +111,8 @@ class Dispatcher:
         if self.core.db.is_sqlite:
             await self.core.db.write(outbox_store.release_leases)
         renewing = asyncio.create_task(self._renew_leases(), name="outbox-leases")
+        checkpoints = asyncio.create_task(keep_publishing(self.core), name="audit-checkpoints")
+        redacting = asyncio.create_task(keep_redacting(self.core), name="retention")
         try:
             while not self._stopping.is_set() and not self.core.stopping.is_set():
                 try:
@@ -120,6 +124,8 @@ class Dispatcher:
                 await asyncio.wait(self._running)
         finally:
             renewing.cancel()
+            checkpoints.cancel()
+            redacting.cancel()
             await self._cancel_running()
 
     async def _cancel_running(self) -> None:

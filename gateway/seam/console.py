@@ -1,7 +1,7 @@
 """What the web console reads and changes through the core (`ChannelContext.console`): the
 queue and the history as request views, a request's trail and where its policy stands,
-standing grants and their revokes, webhooks, channel states, people who may sign in,
-sessions and one-time sign-in links.
+the insights page's figures (`gateway.seam.insights`), standing grants and their revokes,
+webhooks, channel states, people who may sign in, sessions and one-time sign-in links.
 The console never sees a store row or issues SQL; only hashes of its secrets are stored."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from gateway.seam.connections import ChannelState
 from gateway.seam.grants import GrantView
+from gateway.seam.insights import Insights
 from gateway.seam.views import Progress, RequestView
 
 Sees = Callable[[str], bool]  # whether the signed-in person may see a project
@@ -264,6 +265,13 @@ class Console(Protocol):
 
     def rules(self) -> list[RuleView]:
         """The routing config's rules, first match first."""
+        ...
+
+    async def insights(
+        self, projects: Sequence[str] | None, since: datetime, until: datetime
+    ) -> Insights:
+        """How decisions flowed in these projects (None: every project) between `since`
+        and `until`, and what is pending now."""
         ...
 
     async def redeliver(self, job_id: int, sees: Sees) -> bool:

@@ -26,7 +26,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine, make_url
 
-from gateway.store import feed
+from gateway.store import audit, feed
 from gateway.store.changes import Changes
 from gateway.store.values import dumps
 from gateway.store.writer import BatchHooks, Writer
@@ -111,6 +111,7 @@ class _SqliteHooks(BatchHooks):
         self.origin = origin
 
     def before_commit(self, conn: Connection, changes: Changes) -> None:
+        audit.seal(conn)
         if changes:
             feed.append(conn, self.origin, changes)
 
@@ -122,6 +123,7 @@ class _PostgresHooks(BatchHooks):
     """NOTIFY is sent by PostgreSQL at commit: every replica hears of the batch."""
 
     def before_commit(self, conn: Connection, changes: Changes) -> None:
+        audit.seal(conn)  # the head locks, last in the transaction (see gateway.store.audit)
         for payload in notify_payloads(changes):
             conn.execute(_NOTIFY, {"payload": payload})
 

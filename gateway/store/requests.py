@@ -12,7 +12,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from gateway.lifecycle import Kind, Status
-from gateway.store import tables
+from gateway.store import audit, tables
 from gateway.store.changes import request_changed
 from gateway.store.rows import DeliveryRow, EventRow, RequestRow, values
 from gateway.store.values import dumps, utcnow
@@ -171,17 +171,22 @@ def list_requests(
 
 def add_event(
     conn: Connection, rid: str, type_: AuditEvent, detail: dict[str, Any] | None = None
-) -> None:
-    add_events(conn, rid, [(type_, detail or {})])
+) -> str | None:
+    """One audit event; returns its digest (see `add_events`)."""
+    return add_events(conn, rid, [(type_, detail or {})])[0]
 
 
 def add_events(
     conn: Connection, rid: str, events: Sequence[tuple[AuditEvent, dict[str, Any]]]
-) -> None:
-    """Several audit events in one statement."""
+) -> list[str | None]:
+    """Several audit events in one statement, the only way one is written. Returns each
+    one's digest, the hash of its content that its link in the project's audit chain
+    covers (`gateway.store.audit`; None only when a bench turned the chain off): a receipt
+    signed in this transaction can name the event by it."""
     now = utcnow()
-    rows = [{"rid": rid, "type": t, "detail_json": dumps(d), "at": now} for t, d in events]
-    conn.execute(_INSERT_EVENT, rows)
+    new = [audit.new_event(conn, rid, type_, detail, now) for type_, detail in events]
+    conn.execute(_INSERT_EVENT, [event.row for event in new])
+    return [event.digest for event in new]
 
 
 def list_events(conn: Connection, rid: str) -> list[EventRow]:

@@ -64,6 +64,8 @@ class RequestRow:
     grantable: bool = False
     editable: bool = False
     updated_kwargs_json: str | None = None
+    redacted_at: datetime | None = None
+    receipt: str | None = None  # the decision's signed receipt (gateway.policies.receipts)
 
     @property
     def offers_grant(self) -> bool:
@@ -116,6 +118,12 @@ class EventRow:
     type: str
     detail_json: str
     at: datetime
+    project_id: int | None = None
+    seq: int | None = None
+    digest: str | None = None
+    prev_hash: str | None = None
+    hash: str | None = None
+    redacted_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -89,6 +89,23 @@ class Request(SQLModel, table=True):
     editable: bool = False
     # The arguments the approver approved instead of the agent's (`status.updated_kwargs`).
     updated_kwargs_json: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
+    # When retention replaced its content by hashes (gateway.store.retention).
+    redacted_at: datetime | None = Field(default=None, sa_column=_ts(nullable=True))
+    # The decision's signed receipt, a compact JWS (`gateway.policies.receipts`).
+    receipt: str | None = Field(default=None, sa_column=sa.Column(sa.Text))
+
+
+class SigningKey(SQLModel, table=True):
+    """An Ed25519 key that signs decision receipts: the newest unretired one signs, and
+    every one stays in the JWKS so that old receipts still verify."""
+
+    __tablename__ = "signing_key"
+
+    kid: str = Field(primary_key=True, max_length=64)
+    public_jwk: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    sealed_private: str = Field(sa_column=sa.Column(sa.Text, nullable=False))  # SecretBox
+    created_at: datetime = Field(sa_column=_ts())
+    retired_at: datetime | None = Field(default=None, sa_column=_ts(nullable=True))
 
 
 class StandingGrant(SQLModel, table=True):
@@ -121,15 +138,49 @@ class StandingGrant(SQLModel, table=True):
 
 
 class RequestEvent(SQLModel, table=True):
-    """The audit trail: created, routed, delivered, decided, webhook_*... (`AuditEvent`)."""
+    """The audit trail: created, routed, delivered, decided, webhook_*... (`AuditEvent`),
+    linked into one hash chain per project (`gateway.store.audit`)."""
 
     __tablename__ = "request_event"
+    # One event per place in a project's chain: a fork cannot commit.
+    __table_args__ = (sa.Index("ux_request_event_chain", "project_id", "seq", unique=True),)
 
     id: int | None = Field(default=None, primary_key=True)
     rid: str = Field(foreign_key="request.rid", index=True, max_length=32)
     type: str = Field(max_length=32)
     detail_json: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
     at: datetime = Field(sa_column=_ts())
+    # Its place in the chain, set as its transaction commits (None until then).
+    project_id: int | None = Field(default=None)
+    seq: int | None = Field(default=None, sa_column=sa.Column(sa.BigInteger))
+    digest: str | None = Field(default=None, max_length=64)  # of its content
+    prev_hash: str | None = Field(default=None, max_length=64)
+    hash: str | None = Field(default=None, max_length=64)  # its transaction's token until then
+    # Set by retention: some detail fields now hold their hashes instead of their content.
+    redacted_at: datetime | None = Field(default=None, sa_column=_ts(nullable=True))
+
+
+class AuditHead(SQLModel, table=True):
+    """The last link of a project's audit chain; its row lock makes writers take turns."""
+
+    __tablename__ = "audit_head"
+
+    project_id: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    seq: int = Field(sa_column=sa.Column(sa.BigInteger, nullable=False))
+    hash: str = Field(max_length=64)
+
+
+class AuditCheckpoint(SQLModel, table=True):
+    """A head published (logged, and sent to `audit.checkpoint` webhooks) at this time."""
+
+    __tablename__ = "audit_checkpoint"
+    __table_args__ = (sa.Index("ix_audit_checkpoint_project", "project_id", "seq"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: int
+    seq: int = Field(sa_column=sa.Column(sa.BigInteger, nullable=False))
+    hash: str = Field(max_length=64)
+    at: datetime = Field(sa_column=_ts(index=True))
 
 
 class Vote(SQLModel, table=True):

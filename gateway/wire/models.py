@@ -549,7 +549,11 @@ MAX_USER_INFO_FIELDS = 20
 MAX_USER_INFO_KEY = 100
 MAX_USER_INFO_TEXT = 1_000
 
-UserInfoText = Annotated[str, StringConstraints(max_length=MAX_USER_INFO_TEXT)]
+# No NUL: PostgreSQL's JSON functions refuse a whole document holding one (even to read
+# another field), and user_info is read that way (metrics, insights).
+UserInfoText = Annotated[
+    str, StringConstraints(max_length=MAX_USER_INFO_TEXT), AfterValidator(_no_nul)
+]
 UserInfoValue = UserInfoText | StrictBool | int | float | None
 
 
@@ -581,6 +585,8 @@ class UserInfo(WireModel):
                 f"user_info has {len(data)} fields; at most {MAX_USER_INFO_FIELDS} are allowed"
             )
         for key, value in data.items():
+            if "\x00" in key:
+                raise ValueError("user_info field names must not contain NUL (\\u0000)")
             if len(key) > MAX_USER_INFO_KEY:
                 raise ValueError(
                     f"user_info field names may be {MAX_USER_INFO_KEY} characters at most; "

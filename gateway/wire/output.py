@@ -74,12 +74,16 @@ def to_wire(
 
 
 def _policy_fields(row: RequestRow) -> dict[str, Any]:
-    """Extensions present only for requests that have them: the approval policy's progress
-    and the deadline."""
+    """Extensions present only for requests that have them: the approval policy's progress,
+    the deadline and the decision's receipt."""
     fields: dict[str, Any] = {}
     if row.policy_json is not None:
         fields["policy"] = json.loads(row.policy_json)
         fields["policy_progress"] = json.loads(row.progress_json) if row.progress_json else None
     if row.expires_at is not None:
         fields["expires_at"] = iso(row.expires_at)
+    if row.receipt is not None:  # the decision's signed receipt (gateway.policies.receipts)
+        fields["receipt"] = row.receipt
+    if row.redacted_at is not None:  # retention replaced its content by hashes
+        fields["redacted_at"] = iso(row.redacted_at)
     return fields

@@ -102,6 +102,7 @@ async def test_a_ticket_then_get_decision_after_an_email_reply(
         assert posted == "decided"
         decision = await waiting
 
+    assert decision.pop("receipt").count(".") == 2  # a compact JWS: tests/receipts verify it
     assert decision == {
         "status": "rejected",
         "call_id": call_id,

@@ -1,0 +1,59 @@
+"""`gateway receipts rotate` makes a new key sign decision receipts from now on; the old
+keys stay in the JWKS, so the receipts they signed still verify. `gateway receipts keys`
+lists them (README "Signed decision receipts")."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from typing import Any
+
+from gateway.policies import receipts
+from gateway.security.crypto import SecretBox
+from gateway.settings import Settings
+from gateway.store import Database, migrate
+from gateway.store import receipts as receipt_store
+from gateway.wire.output import iso
+
+
+def add_commands(commands: Any) -> None:
+    """`gateway receipts …` under the command line's subcommands."""
+    parser = commands.add_parser("receipts", help="the keys that sign decision receipts")
+    actions = parser.add_subparsers(dest="action", required=True)
+    actions.add_parser("rotate", help="sign with a new key; old keys stay public").set_defaults(
+        run=rotate
+    )
+    actions.add_parser("keys", help="list the signing keys (public parts)").set_defaults(run=keys)
+
+
+def rotate(settings: Settings, args: argparse.Namespace) -> int:
+    box = SecretBox.from_settings(settings)
+
+    async def main(db: Database) -> str:
+        key = await db.write(receipts.rotate, box)
+        return key.kid
+
+    print(f"receipts are now signed by key {_run(settings, main)}; older keys stay in the JWKS")
+    return 0
+
+
+def keys(settings: Settings, args: argparse.Namespace) -> int:
+    async def main(db: Database) -> list[receipt_store.KeyRow]:
+        return await db.read(receipt_store.list_keys)
+
+    for key in _run(settings, main):
+        state = "signing" if key.retired_at is None else f"retired {iso(key.retired_at)}"
+        print(f"{key.kid}  created {iso(key.created_at)}  {state}")
+    return 0
+
+
+def _run(settings: Settings, command: Any) -> Any:
+    async def main() -> Any:
+        db = Database(settings.database_url)
+        try:
+            await migrate.upgrade(db)
+            return await command(db)
+        finally:
+            await db.aclose()
+
+    return asyncio.run(main())

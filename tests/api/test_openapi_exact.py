@@ -214,17 +214,3 @@ async def test_a_bot_token_is_taken_in_the_top_level_channel_only(api: Api) -> N
     nested = {"all_of": [EMAIL, {"any_of": [slack]}]}
     await api.check(FC, api.create(channel=nested), valid=False, says=says)
     await api.check(FC, api.create(channel={**slack, "any_of": [EMAIL]}), valid=True)
-
-
-async def test_a_nul_in_user_info_is_refused_and_decides_nothing(
-    gateway: RunningGateway, request_factory: RequestFactory
-) -> None:
-    await request_factory(gateway, "nul-info")
-    async with gateway.client() as client:
-        for info in ({"name": "Al\x00ice"}, {"na\x00me": "Alice"}):
-            body = {"approved": True, "user_info": info}
-            answer = await client.post("/agent/function_calls/nul-info/respond", json=body)
-            assert answer.status_code == 422, answer.text
-            assert "NUL" in answer.text
-        still = await client.get("/function_calls/nul-info")
-    assert still.json()["gateway_status"] == "pending"

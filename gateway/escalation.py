@@ -82,7 +82,8 @@ def escalation_target(spec: dict[str, Any], escalation: Escalation, thread: list
     override = escalation.channel.email if escalation.channel else None
     address = override.address if override else original.get("address")
     if not address:
-        raise InvalidInput(
+        # The body is well formed; the stored request is what lacks an address (409, not 422).
+        raise Conflict(
             "nothing to escalate to: this request has no email channel; "
             "give escalation.channel.email.address"
         )

@@ -49,16 +49,18 @@ def sdk(live: GatewayProcess, key: str | None = None, **kwargs: Any) -> HumanLay
 
 
 def answer_when_pending(
-    live: GatewayProcess, key: str, kind: str, body: dict[str, Any]
+    live: GatewayProcess, key: str, kind: str, body: dict[str, Any], fn: str = "send_email"
 ) -> threading.Thread:
-    """A person answering from another thread, through a responder key, while the SDK polls."""
+    """A person answering from another thread, through a responder key, while the SDK polls.
+    Only a request for `fn` is answered: other tests on this gateway leave theirs pending."""
 
     def respond() -> None:
         headers = {"Authorization": f"Bearer {key}"}
         with httpx.Client(base_url=live.api_base, headers=headers, timeout=10) as client:
             deadline = time.monotonic() + 20
             while time.monotonic() < deadline:
-                items = client.get(f"/agent/{kind}/pending").json()["items"]
+                listed = client.get(f"/agent/{kind}/pending").json()["items"]
+                items = [i for i in listed if kind != "function_calls" or i["spec"]["fn"] == fn]
                 if items:
                     reply = client.post(f"/agent/{kind}/{items[0]['call_id']}/respond", json=body)
                     assert reply.status_code == 200, reply.text

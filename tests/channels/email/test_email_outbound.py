@@ -208,7 +208,7 @@ async def test_escalation_resends_in_the_thread_to_the_merged_recipients(
     assert text.startswith("Nobody answered in an hour: please decide.")
 
 
-async def test_escalating_a_request_without_an_email_address_is_a_clear_422(
+async def test_escalating_a_request_without_an_email_address_is_a_clear_409(
     tmp_path: Path, smtp_sink: SmtpSink, request_factory: RequestFactory
 ) -> None:
     async with email_gateway(tmp_path, email_settings(smtp_sink)) as gw, gw.client() as client:
@@ -216,7 +216,7 @@ async def test_escalating_a_request_without_an_email_address_is_a_clear_422(
         response = await client.post(
             "/agent/function_calls/noemail/escalate_email", json={"escalation_msg": "x"}
         )
-    assert response.status_code == 422
+    assert response.status_code == 409
     assert "give escalation.channel.email.address" in response.text
 
 

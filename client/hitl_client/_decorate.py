@@ -39,6 +39,18 @@ def denial(call: FunctionCall) -> str:
     return f"User denied {call.spec.fn} with message: {call.reason}"
 
 
+def unverified(call: FunctionCall, jwks: Any) -> str | None:
+    """Why an approval's receipt does not prove it (unsigned, altered, other arguments), in
+    words for the agent; None when it does."""
+    from hitl_client.receipts import ReceiptError, verify
+
+    try:
+        verify(call.receipt, jwks, expected=call, decision="approved")
+    except ReceiptError as error:
+        return f"Not running {call.spec.fn}: its approval does not verify ({error.reason})"
+    return None
+
+
 def answer_text(contact: HumanContact) -> str:
     """The person's answer, or why there is none (expired, cancelled)."""
     return contact.answer if contact.answer is not None else f"No answer: {contact.gateway_status}"

@@ -8,12 +8,14 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
 from hitl_client.models import FunctionCall, GatewayStatus, HumanContact, UserInfo
 
 DEFAULT_BASE = "http://127.0.0.1:8080/humanlayer/v1"  # `make run`'s gateway
+JWKS_PATH = "/.well-known/jwks.json"  # at the gateway's origin, not under the API's base
 LONG_POLL_SLICE = 60.0  # the longest `?wait=` the gateway holds a GET
 
 Decidable = TypeVar("Decidable", FunctionCall, HumanContact)
@@ -27,6 +29,7 @@ class Call:
     params: dict[str, Any] | None = None
     headers: dict[str, str] = field(default_factory=dict)
     hold: float = 0.0  # seconds the gateway may hold the answer (a long-poll)
+    from_origin: bool = False  # `path` is from the gateway's origin, not the API's base
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,12 @@ class Settings:
     base_url: str
     api_key: str
     run_id: str
+
+    def url(self, call: Call) -> str:
+        if not call.from_origin:
+            return self.base_url + call.path
+        parts = urlsplit(self.base_url)
+        return f"{parts.scheme}://{parts.netloc}{call.path}"
 
 
 def settings(base_url: str | None, api_key: str | None, run_id: str | None) -> Settings:
@@ -112,6 +121,10 @@ def respond(
     key = idempotency_key or uuid.uuid4().hex
     path = f"/agent{path_of(kind)}/{call_id}/respond"
     return Call("POST", path, json=body, headers={"Idempotency-Key": key})
+
+
+def jwks() -> Call:
+    return Call("GET", JWKS_PATH, from_origin=True)
 
 
 def user_info(value: UserInfo | dict[str, Any] | None) -> dict[str, Any] | None:

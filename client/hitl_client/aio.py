@@ -12,7 +12,13 @@ from typing import Any, TypeVar
 import httpx
 
 from hitl_client import _wire
-from hitl_client._decorate import answer_text, arguments, check_callable_by_name, denial
+from hitl_client._decorate import (
+    answer_text,
+    arguments,
+    check_callable_by_name,
+    denial,
+    unverified,
+)
 from hitl_client._retry import RetryPolicy, result, retry_delay
 from hitl_client._wire import Call, Decidable
 from hitl_client.errors import Unavailable, WaitTimeout
@@ -196,11 +202,22 @@ class AsyncClient:
         call = _wire.respond(HumanContact, call_id, answer, idempotency_key)
         return HumanContact.model_validate(await self._send(call))
 
+    async def jwks(self) -> dict[str, Any]:
+        """The gateway's receipt-signing public keys (`/.well-known/jwks.json`), for
+        `hitl_client.receipts.verify`."""
+        keys: dict[str, Any] = await self._send(_wire.jwks())
+        return keys
+
     def require_approval(
-        self, *, channel: dict[str, Any] | None = None, timeout: float | None = None
+        self,
+        *,
+        channel: dict[str, Any] | None = None,
+        timeout: float | None = None,
+        verify_receipt: bool = False,
     ) -> Callable[[Callable[..., Awaitable[T]]], Callable[..., Awaitable[T | str]]]:
         """A decorator for coroutine functions: it runs only once a person approves the
-        call, with the arguments as they approved them; otherwise it returns why."""
+        call, with the arguments as they approved them; otherwise it returns why.
+        `verify_receipt`: as in Client.require_approval."""
 
         def decorate(func: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T | str]]:
             signature = check_callable_by_name(func)
@@ -210,7 +227,11 @@ class AsyncClient:
                 named = arguments(signature, args, kwargs)
                 call = await self.create_function_call(func.__name__, named, channel=channel)
                 call = await self.wait(call, timeout=timeout)
-                return await func(**call.arguments) if call.approved else denial(call)
+                if not call.approved:
+                    return denial(call)
+                if verify_receipt and (refusal := unverified(call, await self.jwks())):
+                    return refusal
+                return await func(**call.arguments)
 
             return guarded
 
@@ -235,7 +256,7 @@ class AsyncClient:
         return kind.model_validate(await self._send(_wire.get(kind, call_id, wait)))
 
     async def _send(self, call: Call) -> Any:
-        url = self.settings.base_url + call.path
+        url = self.settings.url(call)
         headers = {"Authorization": f"Bearer {self.settings.api_key}", **call.headers}
         for attempt in range(self.retry.attempts):
             try:

@@ -88,6 +88,7 @@ class Request(Model):
     policy: dict[str, Any] | None = None
     policy_progress: PolicyProgress | None = None
     expires_at: datetime | None = None
+    receipt: str | None = None  # the decision's signed receipt (hitl_client.receipts)
 
     @property
     def decided(self) -> bool:

@@ -11,7 +11,13 @@ from typing import Any, TypeVar
 import httpx
 
 from hitl_client import _wire
-from hitl_client._decorate import answer_text, arguments, check_callable_by_name, denial
+from hitl_client._decorate import (
+    answer_text,
+    arguments,
+    check_callable_by_name,
+    denial,
+    unverified,
+)
 from hitl_client._retry import RetryPolicy, result, retry_delay
 from hitl_client._wire import Call, Decidable
 from hitl_client.errors import Unavailable, WaitTimeout
@@ -194,11 +200,23 @@ class Client:
         call = _wire.respond(HumanContact, call_id, answer, idempotency_key)
         return HumanContact.model_validate(self._send(call))
 
+    def jwks(self) -> dict[str, Any]:
+        """The gateway's receipt-signing public keys (`/.well-known/jwks.json`), for
+        `hitl_client.receipts.verify`."""
+        keys: dict[str, Any] = self._send(_wire.jwks())
+        return keys
+
     def require_approval(
-        self, *, channel: dict[str, Any] | None = None, timeout: float | None = None
+        self,
+        *,
+        channel: dict[str, Any] | None = None,
+        timeout: float | None = None,
+        verify_receipt: bool = False,
     ) -> Callable[[Callable[..., T]], Callable[..., T | str]]:
         """A decorator: the function runs only once a person approves the call, with the
-        arguments as they approved them; otherwise it returns why, for the agent to read."""
+        arguments as they approved them; otherwise it returns why, for the agent to read.
+        `verify_receipt` (the `receipts` extra): an approval whose signed receipt does not
+        verify against the gateway's JWKS, or names other arguments, is refused too."""
 
         def decorate(func: Callable[..., T]) -> Callable[..., T | str]:
             signature = check_callable_by_name(func)
@@ -208,7 +226,11 @@ class Client:
                 named = arguments(signature, args, kwargs)
                 call = self.create_function_call(func.__name__, named, channel=channel)
                 call = self.wait(call, timeout=timeout)
-                return func(**call.arguments) if call.approved else denial(call)
+                if not call.approved:
+                    return denial(call)
+                if verify_receipt and (refusal := unverified(call, self.jwks())):
+                    return refusal
+                return func(**call.arguments)
 
             return guarded
 
@@ -231,7 +253,7 @@ class Client:
         return kind.model_validate(self._send(_wire.get(kind, call_id, wait)))
 
     def _send(self, call: Call) -> Any:
-        url = self.settings.base_url + call.path
+        url = self.settings.url(call)
         headers = {"Authorization": f"Bearer {self.settings.api_key}", **call.headers}
         for attempt in range(self.retry.attempts):
             try:

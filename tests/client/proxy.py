@@ -1,10 +1,13 @@
 """A reverse proxy on 127.0.0.1 in front of a gateway that fails on cue, the way networks and
 busy databases do: it answers 503 itself, or forwards a request and then drops the
-connection before the answer (the gateway acted; the client never heard)."""
+connection before the answer (the gateway acted; the client never heard), or forges the
+answer's fields (a man in the middle, or a store someone edited)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 from aiohttp import web
@@ -13,6 +16,7 @@ from tests.fakes.server import FakeServer
 
 BUSY = "503"  # answer 503 with Retry-After, without forwarding
 DROP = "drop"  # forward, then close the connection instead of answering
+FORGE = "forge"  # forward, then overwrite the JSON answer's top-level fields with `forged`
 
 
 @dataclass
@@ -28,6 +32,7 @@ class FlakyProxy(FakeServer):
     upstream: str  # the gateway's base URL
     retry_after: str = "1"
     script: dict[str, list[str]] = field(default_factory=dict)  # "POST /path" -> outcomes
+    forged: dict[str, Any] = field(default_factory=dict)
     seen: list[Seen] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -56,6 +61,8 @@ class FlakyProxy(FakeServer):
             headers = {"Retry-After": self.retry_after}
             return web.json_response({"detail": "busy"}, status=503, headers=headers)
         answer = await self._forward(request)
+        if seen.outcome == FORGE:
+            answer.body = json.dumps({**json.loads(answer.body), **self.forged}).encode()
         if seen.outcome == DROP and request.transport is not None:
             request.transport.abort()  # the gateway has acted; its answer is lost
         return answer

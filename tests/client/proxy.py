@@ -62,6 +62,7 @@ class FlakyProxy(FakeServer):
             return web.json_response({"detail": "busy"}, status=503, headers=headers)
         answer = await self._forward(request)
         if seen.outcome == FORGE:
+            assert isinstance(answer.body, bytes)  # _forward's, as the gateway sent it
             answer.body = json.dumps({**json.loads(answer.body), **self.forged}).encode()
         if seen.outcome == DROP and request.transport is not None:
             request.transport.abort()  # the gateway has acted; its answer is lost

@@ -5,9 +5,9 @@ so that anyone can recompute them (README "Audit trail you can prove")."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import csv
 import json
+import re
 import sys
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -15,9 +15,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from gateway.cli.database import run_on_database
 from gateway.errors import InvalidInput, NotFound
 from gateway.settings import Settings
-from gateway.store import Database, migrate
+from gateway.store import Database
 from gateway.store import audit_check as check
 from gateway.store.audit import timestamp
 from gateway.store.rows import EventRow
@@ -27,6 +28,7 @@ EXPORT_COLUMNS = (
     *("redacted_at", "digest", "prev_hash", "hash"),
 )
 Command = Callable[[Database, argparse.Namespace], Awaitable[int]]
+_LINK = re.compile(r"[0-9a-fA-F]{64}")  # a link as logged or sent: 64 hex digits
 
 
 def add_commands(commands: Any) -> None:
@@ -55,15 +57,7 @@ def add_commands(commands: Any) -> None:
 
 def _with_database(command: Command) -> Callable[[Settings, argparse.Namespace], int]:
     def run(settings: Settings, args: argparse.Namespace) -> int:
-        async def main() -> int:
-            db = Database(settings.database_url)
-            try:
-                await migrate.upgrade(db)
-                return await command(db, args)
-            finally:
-                await db.aclose()
-
-        return asyncio.run(main())
+        return run_on_database(settings, lambda db: command(db, args), migrate=False)
 
     return run
 
@@ -170,6 +164,6 @@ def _moment(text: str) -> datetime:
 
 def _checkpoint(text: str) -> check.Checkpoint:
     seq, _, hash_ = text.partition(":")
-    if not seq.isdigit() or len(hash_) != 64:
+    if not seq.isdigit() or not _LINK.fullmatch(hash_):
         raise argparse.ArgumentTypeError(f"not SEQ:HASH (a number, a 64-hex link): {text!r}")
     return check.Checkpoint(int(seq), hash_.lower())

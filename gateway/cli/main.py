@@ -24,6 +24,7 @@ from gateway.answers import decisions, respond
 from gateway.app import Server, build_core, serving_app
 from gateway.cli import audit, bootstrap, claude_hook, receipts, retention, rules, workers
 from gateway.cli.checks import run_checks
+from gateway.cli.database import ready
 from gateway.cli.webhook_ping import send_test_event
 from gateway.core import Core
 from gateway.doors import channel_context, offline_context
@@ -37,7 +38,6 @@ from gateway.seam.people import Responder
 from gateway.seam.sentences import progress_line
 from gateway.seam.views import load_progress
 from gateway.settings import Settings
-from gateway.store import migrate
 from gateway.store import outbox as outbox_store
 from gateway.store import projects as project_store
 from gateway.store import requests as request_store
@@ -55,11 +55,8 @@ def _with_core(command: Command) -> Callable[[Settings, argparse.Namespace], int
     def run(settings: Settings, args: argparse.Namespace) -> int:
         async def main() -> int:
             core = build_core(settings)
-            try:
-                await migrate.upgrade(core.db)
+            async with ready(core.db, migrate=True):
                 return await command(core, args)
-            finally:
-                await core.db.aclose()
 
         return asyncio.run(main())
 

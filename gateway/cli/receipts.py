@@ -5,13 +5,13 @@ lists them (README "Signed decision receipts")."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 from typing import Any
 
+from gateway.cli.database import run_on_database
 from gateway.policies import receipts
 from gateway.security.crypto import SecretBox
 from gateway.settings import Settings
-from gateway.store import Database, migrate
+from gateway.store import Database
 from gateway.store import receipts as receipt_store
 from gateway.wire.output import iso
 
@@ -33,7 +33,8 @@ def rotate(settings: Settings, args: argparse.Namespace) -> int:
         key = await db.write(receipts.rotate, box)
         return key.kid
 
-    print(f"receipts are now signed by key {_run(settings, main)}; older keys stay in the JWKS")
+    kid = run_on_database(settings, main, migrate=True)  # it writes: migrates as serve does
+    print(f"receipts are now signed by key {kid}; older keys stay in the JWKS")
     return 0
 
 
@@ -41,19 +42,7 @@ def keys(settings: Settings, args: argparse.Namespace) -> int:
     async def main(db: Database) -> list[receipt_store.KeyRow]:
         return await db.read(receipt_store.list_keys)
 
-    for key in _run(settings, main):
+    for key in run_on_database(settings, main, migrate=True):
         state = "signing" if key.retired_at is None else f"retired {iso(key.retired_at)}"
         print(f"{key.kid}  created {iso(key.created_at)}  {state}")
     return 0
-
-
-def _run(settings: Settings, command: Any) -> Any:
-    async def main() -> Any:
-        db = Database(settings.database_url)
-        try:
-            await migrate.upgrade(db)
-            return await command(db)
-        finally:
-            await db.aclose()
-
-    return asyncio.run(main())

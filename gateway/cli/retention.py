@@ -5,14 +5,14 @@ printing how many each project redacted (or would, with --dry-run)."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 from typing import Any
 
+from gateway.cli.database import run_on_database
 from gateway.errors import NotFound
 from gateway.policies import retention
 from gateway.routing import load_config
 from gateway.settings import Settings
-from gateway.store import Database, migrate
+from gateway.store import Database
 
 
 def add_commands(commands: Any) -> None:
@@ -32,18 +32,13 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         if configured is None or configured.retention is None:
             raise NotFound(f"project {args.project!r} has no retention in the routing config")
 
-    async def main() -> int:
-        db = Database(settings.database_url)
-        try:
-            await migrate.upgrade(db)
-            counts = await retention.run(db, config, project=args.project, dry_run=args.dry_run)
-        finally:
-            await db.aclose()
-        verb = "would redact" if args.dry_run else "redacted"
-        for name, count in counts.items():
-            print(f"project {name!r}: {verb} {count} requests")
-        if not counts:
-            print("no project has a retention in the routing config")
-        return 0
+    async def redact(db: Database) -> dict[str, int]:
+        return await retention.run(db, config, project=args.project, dry_run=args.dry_run)
 
-    return asyncio.run(main())
+    counts = run_on_database(settings, redact, migrate=True)  # it writes, as serve does
+    verb = "would redact" if args.dry_run else "redacted"
+    for name, count in counts.items():
+        print(f"project {name!r}: {verb} {count} requests")
+    if not counts:
+        print("no project has a retention in the routing config")
+    return 0

@@ -30,12 +30,12 @@ async def keep_publishing(core: Core) -> None:
     """Publish checkpoints as they come due, until cancelled."""
     period = core.settings.audit_checkpoint_seconds
     while True:
-        due_in = await core.db.read(audit_store.checkpoint_due_in, utcnow(), period)
-        await asyncio.sleep(due_in)  # a timer: nothing to wait on instead
-        if not await core.db.read(audit_store.heads_grew):  # no write when nothing would change
-            await asyncio.sleep(period)
-            continue
-        try:
+        try:  # every database call: one failing must not end the loop
+            due_in = await core.db.read(audit_store.checkpoint_due_in, utcnow(), period)
+            await asyncio.sleep(due_in)  # a timer: nothing to wait on instead
+            if not await core.db.read(audit_store.heads_grew):  # no write if nothing changed
+                await asyncio.sleep(period)
+                continue
             published = await core.db.write(publish, period, core.settings.webhook_delays)
         except Exception as error:  # the next attempt tries again
             log.warning("audit checkpoint: %s; trying again in %.0f s", error, RETRY_SECONDS)

@@ -42,8 +42,12 @@ async def run(
             continue
         before = now - timedelta(seconds=settings.retention.decided_after)
         counts[name] = await _redact_project(db, ids[name], before, now, dry_run)
-    if not dry_run and any(counts.values()):
-        await db.read(retention_store.truncate_wal)
+    # Every run, not only one that redacted: a reader may have kept the last one from it.
+    if not dry_run and not await db.read(retention_store.truncate_wal):
+        log.warning(
+            "retention: a reader kept the SQLite write-ahead log from being emptied; "
+            "content redacted may stay in it until the next run"
+        )
     return counts
 
 

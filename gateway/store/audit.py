@@ -56,13 +56,12 @@ GENESIS = "0" * 64  # the `prev_hash` of a project's first event
 REDACTED = "redacted_sha256"
 # The detail fields that carry a request's content (its arguments, a person's free text or
 # comment): what retention redacts (`redact_events`). An event type given such a field adds
-# it here; "comment" is listed for when decisions and votes record theirs.
+# it here. No VOTED: its event holds who and which way; the comment is in the `vote` row.
 CONTENT_FIELDS: dict[str, tuple[str, ...]] = {
     AuditEvent.EDITED: ("original", "updated"),
     AuditEvent.UNCLEAR_REPLY: ("text",),
     AuditEvent.ESCALATED: ("escalation_msg",),
     AuditEvent.DECIDED: ("comment", "response"),
-    AuditEvent.VOTED: ("comment",),
 }
 # Turned off only by bench/audit_chain.py, for its baseline without the chain.
 CHAINED = True

@@ -240,12 +240,18 @@ def _beyond_head(conn: Connection, project_id: int, head: Checkpoint, walk: _Wal
 
 
 def _first_unchained(conn: Connection, project_id: int, walk: _Walk) -> Break | None:
-    """An event of the project's requests that no chain holds: written around the gateway
-    (every event the gateway writes is linked before its transaction commits)."""
+    """An event of the project's requests that this chain does not hold (no seq, or another
+    project): written around the gateway (every event the gateway writes is linked into its
+    request's project's chain before its transaction commits)."""
+    outside = sa.or_(
+        _event.c.seq.is_(None),
+        _event.c.project_id.is_(None),
+        _event.c.project_id != _request.c.project_id,
+    )
     query = (
         sa.select(_event)
         .join(_request, _request.c.rid == _event.c.rid)
-        .where(_request.c.project_id == project_id, _event.c.project_id.is_(None))
+        .where(_request.c.project_id == project_id, outside)
         .order_by(_event.c.id)
         .limit(1)
     )
@@ -253,8 +259,10 @@ def _first_unchained(conn: Connection, project_id: int, walk: _Walk) -> Break | 
     if found is None:
         return None
     row = EventRow(**found._mapping)
-    what = f"event {row.id} ({row.type} on {row.rid} at {audit.timestamp(row.at)}) is in no "
-    what += "chain: it was written around the gateway"
+    what = f"event {row.id} ({row.type} on {row.rid} at {audit.timestamp(row.at)}) was "
+    what += "inserted outside the chain"
+    if row.project_id is not None and row.project_id != project_id:
+        what += f" (it names project {row.project_id}, not its request's)"
     return Break("inserted", what, None, row, walk.intact, walk.matched)
 
 

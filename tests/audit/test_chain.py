@@ -145,3 +145,32 @@ async def test_two_swapped_events_are_found_and_named(
     assert f"was chained after seq {second_seq - 1}" in verified.stdout
     assert "events were moved or swapped" in verified.stdout
     assert event_ids(verified.stdout) >= {second}
+
+
+async def test_an_inserted_event_is_found_and_named(
+    gateway: RunningGateway, clients: list[httpx.AsyncClient], db_url: str
+) -> None:
+    """A forged `decided` row added by plain SQL with a project but no place in the chain,
+    then moved to another project than its request's: verify names it both times."""
+    await decided_trail(clients)
+    [(rid,)] = sql(db_url, "SELECT rid FROM request WHERE call_id = 't-0-0'")
+    sql(
+        db_url,
+        "INSERT INTO request_event (rid, type, detail_json, at, project_id)"
+        " VALUES (:r, 'decided', :d, :at, 1)",
+        r=rid,
+        d=json.dumps({"status": "approved", "comment": "forged"}),
+        at=datetime.now(UTC),
+    )
+    [(forged,)] = sql(db_url, "SELECT id FROM request_event WHERE detail_json LIKE '%forged%'")
+    named = f"outside the chain: inserted: event {forged} (decided on {rid} at "
+
+    verified = await gateway_audit(db_url, "verify", "--project", "default")
+
+    assert verified.returncode == 1, verified
+    assert named in verified.stdout and "inserted outside the chain" in verified.stdout
+
+    await gateway.new_key("acme")  # a second project, not the request's
+    sql(db_url, "UPDATE request_event SET project_id = 2 WHERE id = :i", i=forged)
+    verified = await gateway_audit(db_url, "verify", "--project", "default")
+    assert verified.returncode == 1 and named in verified.stdout, verified

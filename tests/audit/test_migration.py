@@ -3,45 +3,16 @@ always read in (by id), from seq 1; and it downgrades."""
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
-import pytest
-from alembic import command
-
-from gateway.store.engine import make_engine
-from gateway.store.migrate import alembic_config
+from tests import test_migrations
 from tests.audit.chain import assert_one_chain_each, gateway_audit, sql
-from tests.services.postgres import ThrowawayPostgres, createdb, dropdb
+from tests.services.cli import Cli
+from tests.test_migrations import migrate_to
 
 AT = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def empty_url(request: pytest.FixtureRequest, tmp_path: object) -> Iterator[str]:
-    """A database with no tables yet, to be migrated step by step."""
-    if request.param == "sqlite":
-        yield f"sqlite+aiosqlite:///{tmp_path}/old.db"
-        return
-    server: ThrowawayPostgres = request.getfixturevalue("postgres_server")
-    name = "m_" + uuid.uuid4().hex[:12]
-    createdb(server, name)
-    try:
-        yield server.url(name)
-    finally:
-        dropdb(server, name)
-
-
-def migrate_to(url: str, revision: str, *, down: bool = False) -> None:
-    config = alembic_config(url)
-    engine = make_engine(url, for_migrations=True)
-    try:
-        with engine.begin() as connection:
-            config.attributes["connection"] = connection
-            (command.downgrade if down else command.upgrade)(config, revision)
-    finally:
-        engine.dispose()
+# The fixture of tests/test_migrations.py, by assignment (ruff drops a fixture imported by name).
+empty_url = test_migrations.empty_url
 
 
 def trails_before_0015(url: str) -> None:
@@ -90,3 +61,14 @@ async def test_0015_chains_the_events_already_stored(empty_url: str) -> None:
 
     migrate_to(empty_url, "0014", down=True)
     assert sql(empty_url, "SELECT count(*) FROM request_event") == [(5,)]
+
+
+async def test_audit_commands_refuse_a_schema_behind_and_leave_it(empty_url: str, cli: Cli) -> None:
+    """verify and export only read: they do not migrate (exit 2, saying why)."""
+    migrate_to(empty_url, "0014")
+    for action in ("verify", "export"):
+        refused = await cli("audit", action, GATEWAY_DATABASE_URL=empty_url)
+        assert refused.returncode == 2, refused
+        assert "the database schema is at 0014" in refused.stderr
+        assert "this command only reads, it does not migrate" in refused.stderr
+    assert sql(empty_url, "SELECT version_num FROM alembic_version") == [("0014",)]

@@ -136,3 +136,13 @@ async def test_a_checkpoint_kept_outside_exposes_a_rewritten_history(
     assert kept.returncode == 1, kept
     assert f"BROKEN at seq {seq}: rewritten: event" in kept.stdout
     assert f"differs from the checkpoint of seq {seq} (kept outside" in kept.stdout
+
+
+@pytest.mark.parametrize("bad", ["3:" + "g" * 64, "3:" + "a" * 63 + " ", "x:" + "a" * 64])
+async def test_a_checkpoint_not_seq_and_64_hex_is_refused(
+    bad: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as refused:
+        await gateway_audit("sqlite://", "verify", "--project", "default", "--checkpoint", bad)
+    assert refused.value.code == 2
+    assert f"not SEQ:HASH (a number, a 64-hex link): {bad!r}" in capsys.readouterr().err

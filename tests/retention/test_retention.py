@@ -9,6 +9,7 @@ import argparse
 import asyncio
 import contextlib
 import io
+import sqlite3
 import subprocess
 from dataclasses import replace
 from pathlib import Path
@@ -23,7 +24,7 @@ from gateway.policies import retention
 from gateway.routing import load_config
 from gateway.seam import Answered, Verb
 from gateway.settings import Settings
-from gateway.store import engine
+from gateway.store import Database, engine
 from gateway.store.canonical import sha256_hex
 from tests.audit.chain import gateway_audit, sql
 from tests.factories import RequestFactory
@@ -131,11 +132,17 @@ async def test_retention_run_removes_the_content_and_keeps_the_decision(
         # Decided 100 days ago, as far as retention can tell.
         sql(
             db_url,
-            "UPDATE request SET responded_at = requested_at - INTERVAL '100 days'"
+            (
+                "UPDATE request SET responded_at = requested_at - INTERVAL '100 days'"
+                " WHERE status <> 'pending'"
+            )
             if "postgres" in db_url
-            else "UPDATE request SET responded_at = datetime(requested_at, '-100 days')"
-            " WHERE status <> 'pending'",
+            else (
+                "UPDATE request SET responded_at = datetime(requested_at, '-100 days')"
+                " WHERE status <> 'pending'"
+            ),
         )
+        assert sql(db_url, "SELECT responded_at FROM request WHERE call_id = 'new'") == [(None,)]
         assert GONE.encode() in stored_bytes(db_url)
 
         said = await retention_run(db_url, config, "--dry-run")
@@ -228,3 +235,50 @@ async def test_the_daily_job_redacts_what_is_due_at_once(
     finally:
         job.cancel()
     assert sql(url, "SELECT redacted_at FROM request WHERE call_id = 'new'") == [(None,)]
+
+
+async def test_the_write_ahead_log_is_emptied_once_no_reader_holds_it(
+    sqlite_gateway: RunningGateway,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A reader in a transaction keeps SQLite from emptying its write-ahead log (the old
+    pages stay in it): said as a warning, and the next run, with nothing left to redact,
+    empties it."""
+    async with sqlite_gateway.client() as client:
+        await decided_and_pending(client)
+    url = sqlite_gateway.core.settings.database_url
+    sql(url, "UPDATE request SET responded_at = datetime(requested_at, '-100 days')")
+    config = load_config(write_config(tmp_path / "routing.toml", CONFIG))
+    pragmas = engine._sqlite_pragmas
+
+    def not_waiting(dbapi_connection: Any, record: Any) -> None:
+        pragmas(dbapi_connection, record)
+        dbapi_connection.execute("PRAGMA busy_timeout=0")  # refused at once, not in 5 s
+
+    monkeypatch.setattr(engine, "_sqlite_pragmas", not_waiting)
+    reader = sqlite3.connect(str(make_url(url).database), isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM request").fetchall()
+    try:
+        assert await _run(url, config) == {"default": 2}
+    finally:
+        reader.close()
+    assert "a reader kept the SQLite write-ahead log from being emptied" in caplog.text
+    assert GONE.encode() in wal_bytes(url)  # the pages as they were, still there
+
+    assert await _run(url, config) == {"default": 0}
+    assert wal_bytes(url) == b""
+
+
+def wal_bytes(url: str) -> bytes:
+    return Path(str(make_url(url).database) + "-wal").read_bytes()
+
+
+async def _run(url: str, config: Any) -> dict[str, int]:
+    db = Database(url)
+    try:
+        return await retention.run(db, config)
+    finally:
+        await db.aclose()

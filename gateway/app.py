@@ -35,6 +35,7 @@ from gateway.core import Core
 from gateway.doors import channel_context
 from gateway.mcp.deferred import DeferredDoor
 from gateway.outbox.webhooks import sync_config_webhooks
+from gateway.policies import receipts
 from gateway.routing import load_config
 from gateway.runtime.channel_states import channel_states
 from gateway.runtime.dispatch import FINISH_SECONDS, Dispatcher
@@ -45,6 +46,7 @@ from gateway.seam.channel import Channel, Connected, Routed
 from gateway.security.crypto import SecretBox
 from gateway.settings import Settings
 from gateway.store import Database, migrate
+from gateway.store import receipts as receipt_store
 from gateway.vocabulary import ChannelName
 
 log = logging.getLogger(__name__)
@@ -68,6 +70,8 @@ def build_core(settings: Settings, factories: Mapping[str, ChannelFactory] = REG
 async def running(core: Core) -> AsyncIterator[Dispatcher]:
     """Start what the gateway runs beside the API; stop it all on exit."""
     await migrate.upgrade(core.db)
+    if problem := receipts.unopenable(core.box, await core.db.read(receipt_store.current_key)):
+        raise RuntimeError(problem)  # fail start, not every decision
     await sync_config_webhooks(core)
     core.db.on_changes = core.signal
     await core.db.follow(period=core.settings.outbox_poll_seconds)

@@ -39,13 +39,13 @@ def denial(call: FunctionCall) -> str:
     return f"User denied {call.spec.fn} with message: {call.reason}"
 
 
-def unverified(call: FunctionCall, jwks: Any) -> str | None:
-    """Why an approval's receipt does not prove it (unsigned, altered, other arguments), in
-    words for the agent; None when it does."""
+def unverified(call: FunctionCall, jwks: Any, project: str) -> str | None:
+    """Why an approval's receipt does not prove it (unsigned, altered, other arguments,
+    another project's), in words for the agent; None when it does."""
     from hitl_client.receipts import ReceiptError, verify
 
     try:
-        verify(call.receipt, jwks, expected=call, decision="approved")
+        verify(call.receipt, jwks, expected=call, decision="approved", project=project)
     except ReceiptError as error:
         return f"Not running {call.spec.fn}: its approval does not verify ({error.reason})"
     return None

@@ -127,6 +127,11 @@ def jwks() -> Call:
     return Call("GET", JWKS_PATH, from_origin=True)
 
 
+def project() -> Call:
+    """The key's project (HumanLayer's GET /project): its `name` is what receipts sign."""
+    return Call("GET", "/project")
+
+
 def user_info(value: UserInfo | dict[str, Any] | None) -> dict[str, Any] | None:
     return value.model_dump(exclude_none=True) if isinstance(value, UserInfo) else value
 

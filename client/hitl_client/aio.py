@@ -53,6 +53,7 @@ class AsyncClient:
         self.timeout = timeout
         self._http = http or httpx.AsyncClient()
         self._owns_http = http is None
+        self._project: str | None = None  # the key's project, asked once (receipts name it)
 
     def __repr__(self) -> str:  # never the key
         return f"AsyncClient({self.settings.base_url!r}, run_id={self.settings.run_id!r})"
@@ -229,7 +230,7 @@ class AsyncClient:
                 call = await self.wait(call, timeout=timeout)
                 if not call.approved:
                     return denial(call)
-                if verify_receipt and (refusal := unverified(call, await self.jwks())):
+                if verify_receipt and (refusal := await self._unverified(call)):
                     return refusal
                 return await func(**call.arguments)
 
@@ -251,6 +252,12 @@ class AsyncClient:
         )
         contact = await self.wait(contact, timeout=timeout)
         return answer_text(contact)
+
+    async def _unverified(self, call: FunctionCall) -> str | None:
+        """Why the approval's receipt does not prove it (`verify_receipt`), or None."""
+        if self._project is None:
+            self._project = str((await self._send(_wire.project()))["name"])
+        return unverified(call, await self.jwks(), self._project)
 
     async def _get(self, kind: type[Decidable], call_id: str, wait: float | None) -> Decidable:
         return kind.model_validate(await self._send(_wire.get(kind, call_id, wait)))

@@ -44,15 +44,22 @@ def verify(
     *,
     expected: Any = None,
     decision: str | None = None,
+    project: str | None = None,
+    fn: str | None = None,
 ) -> dict[str, Any]:
     """The receipt's claims once its signature checks against a key of `jwks`; ReceiptError
     otherwise. `expected`: a FunctionCall (its call_id, fn and the arguments to run with
-    must be the signed ones) or the kwargs alone; `decision`: e.g. "approved"."""
+    must be the signed ones) or the kwargs alone; `decision`: e.g. "approved"; `project`:
+    the project the decision must be of (every project's receipts share one key); `fn`:
+    the function, when `expected` is kwargs alone."""
     if not receipt:
         raise ReceiptError("unsigned: the decision carries no receipt")
     claims = _checked(receipt, jwks)
     if decision is not None and claims.get("decision") != decision:
         raise ReceiptError(f"the receipt says {claims.get('decision')!r}, not {decision!r}")
+    for name, want in (("project", project), ("fn", fn)):
+        if want is not None and claims.get(name) != want:
+            raise ReceiptError(f"{name} differs: signed {claims.get(name)!r}, expected {want!r}")
     if expected is not None:
         _matches(claims, expected)
     return claims
@@ -75,7 +82,11 @@ def _checked(receipt: str, jwks: Mapping[str, Any]) -> dict[str, Any]:
         raise ReceiptError(f"signed by key {kid!r}, which the JWKS does not hold")
     try:
         key = jwt.PyJWK(dict(found[0]), algorithm=ALGORITHM)
-        claims: dict[str, Any] = jwt.decode(receipt, key, algorithms=[ALGORITHM])
+        # `iat` is when it was signed, not a validity window: an agent's clock behind the
+        # gateway's must not refuse a genuine receipt (it has no exp or nbf to check).
+        claims: dict[str, Any] = jwt.decode(
+            receipt, key, algorithms=[ALGORITHM], options={"verify_iat": False}
+        )
     except jwt.InvalidSignatureError:
         raise ReceiptError("bad signature: the payload or signature was altered") from None
     except jwt.PyJWTError as error:

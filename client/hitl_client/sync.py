@@ -52,6 +52,7 @@ class Client:
         self.timeout = timeout
         self._http = http or httpx.Client()
         self._owns_http = http is None
+        self._project: str | None = None  # the key's project, asked once (receipts name it)
 
     def __repr__(self) -> str:  # never the key
         return f"Client({self.settings.base_url!r}, run_id={self.settings.run_id!r})"
@@ -216,7 +217,8 @@ class Client:
         """A decorator: the function runs only once a person approves the call, with the
         arguments as they approved them; otherwise it returns why, for the agent to read.
         `verify_receipt` (the `receipts` extra): an approval whose signed receipt does not
-        verify against the gateway's JWKS, or names other arguments, is refused too."""
+        verify against the gateway's JWKS, or names other arguments or another project (the
+        key's, from GET /project), is refused too."""
 
         def decorate(func: Callable[..., T]) -> Callable[..., T | str]:
             signature = check_callable_by_name(func)
@@ -228,7 +230,7 @@ class Client:
                 call = self.wait(call, timeout=timeout)
                 if not call.approved:
                     return denial(call)
-                if verify_receipt and (refusal := unverified(call, self.jwks())):
+                if verify_receipt and (refusal := self._unverified(call)):
                     return refusal
                 return func(**call.arguments)
 
@@ -248,6 +250,12 @@ class Client:
         contact = self.create_human_contact(msg, channel=channel, response_options=response_options)
         contact = self.wait(contact, timeout=timeout)
         return answer_text(contact)
+
+    def _unverified(self, call: FunctionCall) -> str | None:
+        """Why the approval's receipt does not prove it (`verify_receipt`), or None."""
+        if self._project is None:
+            self._project = str(self._send(_wire.project())["name"])
+        return unverified(call, self.jwks(), self._project)
 
     def _get(self, kind: type[Decidable], call_id: str, wait: float | None) -> Decidable:
         return kind.model_validate(self._send(_wire.get(kind, call_id, wait)))

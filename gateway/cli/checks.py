@@ -7,14 +7,17 @@ from collections.abc import Callable, Mapping
 
 from gateway.doors.offline import offline_context
 from gateway.errors import DeliveryError, InvalidInput
+from gateway.policies import receipts
 from gateway.routing import RoutingConfig, load_config
 from gateway.seam import ChannelContext
 from gateway.seam.channel import Channel, Checkable
 from gateway.seam.connections import health_after
+from gateway.security.crypto import SecretBox
 from gateway.security.ssrf import pin_public
 from gateway.settings import Settings
 from gateway.store import Database, migrate
 from gateway.store import projects as project_store
+from gateway.store import receipts as receipt_store
 from gateway.store.rows import ApiKeyRow
 from gateway.vocabulary import ChannelName
 
@@ -62,6 +65,9 @@ async def run_checks(
                     await pin_public(hook.url)
                 except DeliveryError as error:
                     problems.append(f"webhook {hook.id}: {error}")
+        signing = await db.read(receipt_store.current_key)
+        if problem := receipts.unopenable(SecretBox.from_settings(settings), signing):
+            problems.append(problem)
     except Exception as error:
         problems.append(f"database {db!r}: {type(error).__name__}: {error}")
     finally:

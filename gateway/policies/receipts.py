@@ -9,7 +9,7 @@ claims (version 1):
 - `call_id`, `project` (the project's name), `kind` (function_call, human_contact), `fn`;
 - `kwargs_sha256`: sha256 of the RFC 8785 canonical JSON of the arguments as approved (the
   approver's edited ones, when they edited them; null for a human contact);
-- `decision`: the request's status (approved, rejected, responded, cancelled…);
+- `decision`: the request's status (approved, rejected, responded, expired);
 - `comment_sha256`: of the canonical JSON of the comment (a JSON string, or null);
   `response_sha256` likewise for a human contact's answer;
 - `by`: who decided (`status.user_info`, a person, a rule or a standing grant); `channel`:
@@ -104,6 +104,22 @@ def _private_key(box: SecretBox, key: KeyRow) -> PrivateKeyTypes:
         private = serialization.load_pem_private_key(box.open(key.sealed_private).encode(), None)
         _UNSEALED[key.kid] = private
     return private
+
+
+def unopenable(box: SecretBox, key: KeyRow | None) -> str | None:
+    """Why the signing key does not open with GATEWAY_SECRET_KEY, or None: checked at start,
+    since every decision signs (without it each fails, and expiry timers with them)."""
+    if key is None:
+        return None
+    try:
+        box.open(key.sealed_private)
+    except ValueError:
+        return (
+            f"the receipt signing key {key.kid} does not open with GATEWAY_SECRET_KEY: was it "
+            "changed? List the earlier key in GATEWAY_PREVIOUS_SECRET_KEYS, or no decision "
+            "can be written"
+        )
+    return None
 
 
 def rotate(tx: Tx, box: SecretBox) -> KeyRow:

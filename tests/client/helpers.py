@@ -35,6 +35,6 @@ async def close(client: AnyClient) -> None:
         client.close()
 
 
-async def responder_key(gateway: RunningGateway) -> str:
+async def responder_key(gateway: RunningGateway, project: str = "default") -> str:
     """A key that answers for people (a front end of the team's own)."""
-    return await gateway.new_key("default", name="front end", scope=KeyScope.RESPONDER)
+    return await gateway.new_key(project, name="front end", scope=KeyScope.RESPONDER)

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import pytest
 
 from gateway.seam import Answered, Verb
-from hitl_client import ApiError, AsyncClient, Client, FunctionCall, Unavailable
+from hitl_client import ApiError, AsyncClient, Client, FunctionCall, Unavailable, _wire
 from tests.client.helpers import FAST_RETRY, AnyClient, close, make_client, responder_key, run
 from tests.client.proxy import BUSY, DROP, FORGE, FlakyProxy
 from tests.factories import rid_of
@@ -180,13 +181,8 @@ async def test_require_approval_runs_the_approvers_arguments_or_returns_why_not(
         await close(client)
 
 
-async def test_verify_receipt_refuses_a_forged_approval_that_would_otherwise_run(
-    gateway: RunningGateway, proxy: FlakyProxy, flavor: str
-) -> None:
-    """The attack: whoever sits between agent and gateway (or edits its store) answers
-    "approved". With `verify_receipt` the function runs only on a receipt the gateway's
-    JWKS proves, for this call and these arguments."""
-    client = await agent(gateway, flavor, proxy.base_url)
+def sender(client: AnyClient) -> tuple[list[str], Callable[[str], Any]]:
+    """Whom a function sent to, and the function, blocking or a coroutine like `client`."""
     ran: list[str] = []
 
     def send(to: str) -> str:
@@ -196,9 +192,19 @@ async def test_verify_receipt_refuses_a_forged_approval_that_would_otherwise_run
     async def asend(to: str) -> str:
         return send(to)
 
-    func = asend if isinstance(client, AsyncClient) else send
-    checked = client.require_approval(channel=SLACK, timeout=30, verify_receipt=True)(func)  # type: ignore[arg-type]
-    unchecked = client.require_approval(channel=SLACK, timeout=30)(func)  # type: ignore[arg-type]
+    return ran, asend if isinstance(client, AsyncClient) else send
+
+
+async def test_verify_receipt_refuses_a_forged_approval_that_would_otherwise_run(
+    gateway: RunningGateway, proxy: FlakyProxy, flavor: str
+) -> None:
+    """The attack: whoever sits between agent and gateway (or edits its store) answers
+    "approved". With `verify_receipt` the function runs only on a receipt the gateway's
+    JWKS proves, for this call and these arguments."""
+    client = await agent(gateway, flavor, proxy.base_url)
+    ran, func = sender(client)
+    checked = client.require_approval(channel=SLACK, timeout=30, verify_receipt=True)(func)
+    unchecked = client.require_approval(channel=SLACK, timeout=30)(func)
     try:
         genuine = asyncio.create_task(_call(checked, client, "alice"))
         rid = await _pending_rid(gateway)
@@ -225,6 +231,36 @@ async def test_verify_receipt_refuses_a_forged_approval_that_would_otherwise_run
         assert await _call(unchecked, client, "mallory") == "sent to mallory"  # the attack
     finally:
         await close(client)
+
+
+async def test_verify_receipt_refuses_another_projects_genuine_approval(
+    gateway: RunningGateway, proxy: FlakyProxy, flavor: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every project's receipts share one key: a real receipt for the same call_id, fn and
+    kwargs, approved in another project (where a rule or a lenient person approves), must
+    not pass for this project's approval."""
+    monkeypatch.setattr(_wire, "new_call_id", lambda: "same-call")  # the attacker knows it
+    elsewhere = make_client(flavor, gateway.api_base, await gateway.new_key("lenient"))
+    lenient = make_client(flavor, gateway.api_base, await responder_key(gateway, "lenient"))
+    client = await agent(gateway, flavor, proxy.base_url)
+    ran, func = sender(client)
+    checked = client.require_approval(channel=SLACK, timeout=30, verify_receipt=True)(func)
+    try:
+        await run(elsewhere, "create_function_call", func.__name__, {"to": "mallory"})
+        other = await run(lenient, "respond_function_call", "same-call", approved=True)
+        assert other.receipt
+        proxy.forged = {"gateway_status": "approved", "status": {"approved": True}}
+        proxy.forged["receipt"] = other.receipt
+        proxy.fail("POST", "/humanlayer/v1/function_calls", FORGE, FORGE)
+        for _ in range(2):
+            refused = await _call(checked, client, "mallory")
+            assert isinstance(refused, str)
+            assert "(project differs: signed 'lenient', expected 'default')" in refused
+        assert ran == []
+        assert len(proxy.of("GET", "/humanlayer/v1/project")) == 1  # asked once, then kept
+    finally:
+        for each in (elsewhere, lenient, client):
+            await close(each)
 
 
 async def _call(guarded: object, client: AnyClient, *args: object, **kwargs: object) -> object:

@@ -1,11 +1,13 @@
 """Signed decision receipts: the webhook's and GET's receipt verify offline against the
-served JWKS, survive a key rotation, and an altered or mismatching receipt is refused."""
+served JWKS, survive a key rotation, and an altered or mismatching receipt is refused; the
+decisions nobody clicked (an expiry, a rule, a grant), an edit and a quorum are signed too."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -14,22 +16,27 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from gateway.seam import Answered, Verb
 from gateway.store import receipts as receipt_store
 from gateway.store import requests as request_store
 from gateway.store.canonical import sha256_hex
 from gateway.store.rows import RequestRow
-from gateway.store.tables import Request
+from gateway.store.tables import OutboxJob, Request
+from gateway.vocabulary import JobKind
 from hitl_client import FunctionCall
 from hitl_client.receipts import ReceiptError, verify
 from tests.factories import RequestFactory
+from tests.grants.helpers import ALICE, give_grant
 from tests.grants.helpers import create as create_call
-from tests.grants.helpers import give_grant
-from tests.helpers import add_webhook, eventually
+from tests.helpers import add_webhook, eventually, make_due
 from tests.mcp.helpers import call, mcp_session
 from tests.rules.helpers import RM_ROOT_COMMENT, create, rules_gateway
 from tests.services.cli import Cli
-from tests.services.inprocess import RunningGateway
+from tests.services.inprocess import RunningGateway, running_gateway, write_config
+from tests.services.inprocess import test_settings as settings_for
 from tests.services.receiver import WebhookReceiver
+from tests.test_policies_api import CONFIG as POLICIES
+from tests.test_policies_api import person_keys, respond
 
 KWARGS = {"to": "ops@example.com", "amount": 12.5, "lines": [1, "två", None]}
 
@@ -209,3 +216,77 @@ async def test_a_standing_grants_approval_at_create_is_signed(
     claims = verify(made.wire["receipt"], keys, expected={"path": "/a"}, decision="approved")
     assert claims["by"]["grant"] == given.id and claims["channel"] == "grant"
     assert claims["event_sha256"] == next(e.digest for e in trail if e.type == "auto_approved")
+
+
+@pytest.fixture
+async def quorum(db_url: str, tmp_path: Path) -> AsyncIterator[RunningGateway]:
+    """drop_* calls go to a team that needs two approvals, and expire after an hour."""
+    config = write_config(tmp_path / "routing.toml", POLICIES)
+    async with running_gateway(settings_for(db_url, config=config)) as running:
+        yield running
+
+
+def _timers(conn: Connection, rid: str) -> list[int]:
+    job = OutboxJob.__table__  # type: ignore[attr-defined]
+    found = sa.select(job.c.id).where(job.c.rid == rid, job.c.kind == JobKind.TIMER)
+    return [int(row.id) for row in conn.execute(found)]
+
+
+async def test_an_expired_calls_receipt_verifies_and_says_what_the_wire_says(
+    quorum: RunningGateway, request_factory: RequestFactory
+) -> None:
+    made = await request_factory(quorum, "exp-1", fn="drop_table", kwargs=KWARGS)
+    [deadline] = await quorum.core.db.read(_timers, made.rid)
+    async with quorum.client() as api:
+        waiting = asyncio.create_task(api.get("/function_calls/exp-1", params={"wait": 20}))
+        await make_due(quorum, deadline)  # as if the hour had passed
+        got = (await waiting).json()
+
+    assert got["status"]["approved"] is False and "expired" in got["status"]["comment"]
+    call = FunctionCall.model_validate(got)
+    claims = verify(got["receipt"], await jwks(quorum), expected=call, project="default")
+    assert claims["decision"] == call.gateway_status == "rejected"
+    assert claims["comment_sha256"] == sha256_hex(got["status"]["comment"])
+    assert claims["by"] == got["status"]["user_info"] and claims["channel"] == "gateway"
+    assert claims["decided_at"] == got["status"]["responded_at"]
+    assert claims["event_sha256"] == await decided_digest(quorum, "exp-1")
+
+
+async def test_a_quorums_decision_is_signed_once_at_the_deciding_vote(
+    quorum: RunningGateway, request_factory: RequestFactory
+) -> None:
+    await request_factory(quorum, "q-1", fn="drop_table", kwargs=KWARGS)
+    alice, bob = await person_keys(quorum, "alice", "bob")
+    first = (await respond(quorum, "q-1", alice, approved=True, comment="ok")).json()
+    assert first["status"]["approved"] is None and first.get("receipt") is None  # a vote
+    last = (await respond(quorum, "q-1", bob, approved=True, comment="go")).json()
+
+    keys = await jwks(quorum)
+    call = FunctionCall.model_validate(last)
+    claims = verify(last["receipt"], keys, expected=call, decision="approved", project="default")
+    assert claims["by"] == last["status"]["user_info"] and "bob" in json.dumps(claims["by"])
+    assert claims["comment_sha256"] == sha256_hex("go")
+    assert claims["event_sha256"] == await decided_digest(quorum, "q-1")
+    async with quorum.client() as api:
+        assert (await api.get("/function_calls/q-1")).json()["receipt"] == last["receipt"]
+
+
+async def test_an_edited_approval_signs_the_approvers_arguments(
+    gateway: RunningGateway, request_factory: RequestFactory
+) -> None:
+    made = await create_call(gateway, request_factory, "ed-1", path="/etc/passwd")
+    edited = {"path": "/tmp/safe"}
+    answered = await gateway.context("slack").answers.answer(
+        made.rid, Verb.EDIT, ALICE, edited=edited
+    )
+    assert isinstance(answered, Answered), answered
+    async with gateway.client() as api:
+        got = (await api.get("/function_calls/ed-1")).json()
+
+    keys = await jwks(gateway)
+    call = FunctionCall.model_validate(got)
+    assert call.arguments == edited
+    claims = verify(got["receipt"], keys, expected=call, decision="approved", fn="read_file")
+    assert claims["kwargs_sha256"] == sha256_hex(edited)
+    with pytest.raises(ReceiptError, match="kwargs differ"):
+        verify(got["receipt"], keys, expected={"path": "/etc/passwd"})  # the agent's own

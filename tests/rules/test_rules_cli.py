@@ -5,18 +5,15 @@ a function call would match and what would happen to it, one line per rule tried
 from __future__ import annotations
 
 import argparse
-import asyncio
-import sys
 from pathlib import Path
 
 import pytest
 
 from gateway.cli import rules
 from tests.rules.helpers import DECIDING_RULES
-from tests.services.cli import Cli, Result
+from tests.services.cli import Cli
 from tests.services.inprocess import test_settings as settings_for
 from tests.services.inprocess import write_config
-from tests.services.net import free_port
 
 # The example of the brief (/tmp/rt/config.toml), and one rule over the key and the state.
 CONFIG = (
@@ -195,34 +192,9 @@ async def test_the_rules_test_command_runs_as_an_operator_runs_it(cli: Cli, tmp_
     ]
 
 
-async def serve_until_it_exits(cli: Cli, config: Path, *, within: float = 60) -> Result:
-    """`gateway serve` in a subprocess; one still running after `within` s is killed (and
-    the test fails): a malformed config must stop it before it listens."""
-    env = cli.env | {"GATEWAY_CONFIG": str(config), "GATEWAY_PORT": str(free_port())}
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "gateway",
-        "serve",
-        cwd=cli.workdir,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    try:
-        async with asyncio.timeout(within):
-            stdout, stderr = await process.communicate()
-    except TimeoutError:
-        process.kill()
-        await process.communicate()
-        raise AssertionError("gateway serve kept running with a malformed rule") from None
-    assert process.returncode is not None
-    return Result(process.returncode, stdout.decode(), stderr.decode())
-
-
 async def test_serve_stops_at_a_malformed_when(cli: Cli, tmp_path: Path) -> None:
     config = write_config(tmp_path / "routing.toml", MALFORMED)
-    result = await serve_until_it_exits(cli, config)
+    result = await cli.serve_until_it_exits(GATEWAY_CONFIG=str(config))
     assert result.returncode != 0, result
     assert "rule 'big-wires'" in result.stderr, result
     assert "line 1, column 38" in result.stderr, result

@@ -8,6 +8,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.services.net import free_port
+
 
 @dataclass(frozen=True)
 class Result:
@@ -35,6 +37,17 @@ class Cli:
         return self.env["GATEWAY_DATABASE_URL"]
 
     async def __call__(self, *args: str, **env: str) -> Result:
+        return await self._run(args, env, within=None)
+
+    async def serve_until_it_exits(self, *, within: float = 60, **env: str) -> Result:
+        """`gateway serve` that must refuse to start: one still running (listening) after
+        `within` seconds is killed, and the test fails."""
+        env = {"GATEWAY_PORT": str(free_port())} | env
+        return await self._run(("serve",), env, within=within)
+
+    async def _run(
+        self, args: tuple[str, ...], env: dict[str, str], within: float | None
+    ) -> Result:
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
@@ -45,6 +58,12 @@ class Cli:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )
-        stdout, stderr = await process.communicate()
+        try:
+            async with asyncio.timeout(within):
+                stdout, stderr = await process.communicate()
+        except TimeoutError:
+            process.kill()
+            await process.communicate()
+            raise AssertionError(f"gateway {' '.join(args)} still ran after {within} s") from None
         assert process.returncode is not None
         return Result(process.returncode, stdout.decode(), stderr.decode())

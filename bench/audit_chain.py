@@ -1,18 +1,20 @@
-"""What the audit chain costs: create-and-decide throughput with it, against without it.
+"""What the audit chain (or the decision rows) costs: create-and-decide throughput with it,
+against without it.
 
     cd /work/main && .venv/bin/python bench/audit_chain.py [--seconds 8] [--rounds 2]
-        [--no-postgres]
+        [--no-postgres] [--switch chain|decision-rows]
 
 `gateway serve` in a subprocess (SQLite with `synchronous=FULL`; then a throwaway PostgreSQL,
 fsync on), loaded by 16 concurrent agents (httpx, in this process), each creating a function
 call and approving it, again and again, for `--seconds` after a 2 s warm-up. Two phases per
 round, alternating, each on a fresh database:
-- "chain": the gateway as shipped;
-- "no chain": the same code with the chain turned off (`gateway.store.audit.CHAINED =
-  False`, set by a sitecustomize on the server's PYTHONPATH): events are written as before
-  the chain, with no digest, no link and no head lock.
+- "on": the gateway as shipped;
+- "off": the same code with the switch turned off by a sitecustomize on the server's
+  PYTHONPATH: `chain` sets `gateway.store.audit.CHAINED = False` (events are written as
+  before the chain, with no digest, no link and no head lock); `decision-rows` sets
+  `gateway.store.decided.RECORDED = False` (no `decision` row, which the insights read).
 Prints create+decide pairs per second, create and decide latency p50/p99, the server's CPU
-per pair, each phase's ratio to "no chain" in its round, and the chain's cost in %.
+per pair, each phase's ratio to "off" in its round, and the switch's cost in %.
 """
 
 from __future__ import annotations
@@ -41,8 +43,32 @@ from tests.services.postgres import createdb
 
 AGENTS = 16
 WARMUP_SECONDS = 2.0
-PHASES = ("chain", "no chain")
-UNCHAINED = "import gateway.store.audit\ngateway.store.audit.CHAINED = False\n"
+PHASES = ("on", "off")
+
+
+@dataclass(frozen=True)
+class Switch:
+    module: str
+    flag: str
+    proof: str  # a query counting (rows the switch writes, rows written without it)
+
+    def off(self) -> str:
+        return f"import {self.module}\n{self.module}.{self.flag} = False\n"
+
+
+SWITCHES = {
+    "chain": Switch(
+        "gateway.store.audit",
+        "CHAINED",
+        "SELECT count(seq), count(*) - count(seq) FROM request_event",
+    ),
+    "decision-rows": Switch(
+        "gateway.store.decided",
+        "RECORDED",
+        "SELECT (SELECT count(*) FROM decision), (SELECT count(*) FROM request"
+        " WHERE status <> 'pending' AND rid NOT IN (SELECT rid FROM decision))",
+    ),
+}
 
 
 @dataclass
@@ -87,11 +113,11 @@ async def run_load(gateway: common.Gateway, seconds: float) -> Load:
 
 
 @contextmanager
-def unchained_pythonpath() -> Iterator[None]:
-    """A sitecustomize that turns the chain off in every Python started meanwhile with
-    this PYTHONPATH (the server: `gateway serve` and its `keys create`)."""
-    with tempfile.TemporaryDirectory(prefix="gw-unchained-") as tmp:
-        (Path(tmp) / "sitecustomize.py").write_text(UNCHAINED)
+def switched_off(switch: Switch) -> Iterator[None]:
+    """A sitecustomize that turns `switch` off in every Python started meanwhile with this
+    PYTHONPATH (the server: `gateway serve` and its `keys create`)."""
+    with tempfile.TemporaryDirectory(prefix="gw-switched-off-") as tmp:
+        (Path(tmp) / "sitecustomize.py").write_text(switch.off())
         saved = os.environ.get("PYTHONPATH")
         os.environ["PYTHONPATH"] = tmp + (f":{saved}" if saved else "")
         try:
@@ -103,43 +129,44 @@ def unchained_pythonpath() -> Iterator[None]:
                 os.environ["PYTHONPATH"] = saved
 
 
-def measure(url: str, phase: str, seconds: float) -> tuple[Load, float]:
+def measure(url: str, switch: Switch, phase: str, seconds: float) -> tuple[Load, float]:
     """One phase on a fresh database: the load, and the server's CPU ms per pair."""
-    chained = phase == "chain"
+    on = phase == "on"
     with (
-        nullcontext() if chained else unchained_pythonpath(),
-        common.gateway_server(url, f"gateway, {phase}") as gateway,
+        nullcontext() if on else switched_off(switch),
+        common.gateway_server(url, f"gateway, {switch.flag} {phase}") as gateway,
     ):
         before = common.process_cpu_seconds(gateway.pid)
         load = asyncio.run(run_load(gateway, seconds))
         cpu = common.process_cpu_seconds(gateway.pid) - before
-        linked, unlinked = linked_events(url, gateway)
-    if unlinked if chained else linked:  # the phase ran the code it names
-        raise RuntimeError(f"{phase}: {linked} events linked, {unlinked} not")
+        written, without = proof(url, gateway, switch)
+    if without if on else written:  # the phase ran the code it names
+        raise RuntimeError(f"{phase}: {written} rows written by the switch, {without} not")
     return load, common.ms(cpu / max(load.pairs, 1))
 
 
-def linked_events(url: str, gateway: common.Gateway) -> tuple[int, int]:
-    """How many audit events the phase's database holds in a chain, and outside one."""
+def proof(url: str, gateway: common.Gateway, switch: Switch) -> tuple[int, int]:
+    """How many rows the phase's database holds that the switch wrote, and that it would
+    have written but did not."""
     if url.startswith("sqlite"):
         url = f"sqlite:///{gateway.workdir / 'gateway.db'}"
     engine = make_engine(url)
     try:
         with engine.connect() as conn:
-            query = "SELECT count(seq), count(*) - count(seq) FROM request_event"
-            linked, unlinked = conn.exec_driver_sql(query).one()
+            written, without = conn.exec_driver_sql(switch.proof).one()
     finally:
         engine.dispose()
-    return int(linked), int(unlinked)
+    return int(written), int(without)
 
 
 def rounds(database: str, urls: Iterator[str], args: argparse.Namespace) -> list[list[object]]:
+    switch = SWITCHES[args.switch]
     rows: list[list[object]] = []
     costs: list[float] = []
     cpu_costs: list[float] = []
     for round_ in range(1, args.rounds + 1):
-        results = {phase: measure(next(urls), phase, args.seconds) for phase in PHASES}
-        base = results["no chain"][0].pairs
+        results = {phase: measure(next(urls), switch, phase, args.seconds) for phase in PHASES}
+        base = results["off"][0].pairs
         for phase, (load, cpu) in results.items():
             rows.append(
                 [
@@ -156,10 +183,10 @@ def rounds(database: str, urls: Iterator[str], args: argparse.Namespace) -> list
                     common.ratio(load.pairs, base),
                 ]
             )
-        costs.append(100 * (1 - results["chain"][0].pairs / max(base, 1)))
-        cpu_costs.append(100 * (results["chain"][1] / results["no chain"][1] - 1))
+        costs.append(100 * (1 - results["on"][0].pairs / max(base, 1)))
+        cpu_costs.append(100 * (results["on"][1] / results["off"][1] - 1))
     print(
-        f"{database}: with the chain, {statistics.median(costs):.1f} % fewer pairs/s and "
+        f"{database}: with {args.switch}, {statistics.median(costs):.1f} % fewer pairs/s and "
         f"{statistics.median(cpu_costs):.1f} % more server CPU per pair (medians of "
         f"{args.rounds} rounds)",
         flush=True,
@@ -190,15 +217,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--no-postgres", action="store_true")
+    parser.add_argument("--switch", choices=sorted(SWITCHES), default="chain")
     args = parser.parse_args(argv)
-    common.print_machine(f"audit chain: create + approve, {AGENTS} agents (httpx)")
+    common.print_machine(f"{args.switch}: create + approve, {AGENTS} agents (httpx)")
     rows = rounds("SQLite", sqlite_urls(), args)
     if not args.no_postgres and common.postgres_available():
         with postgres_urls() as urls:
             rows += rounds("PostgreSQL", urls, args)
     headers = [
         *("database", "round", "phase", "pairs/s", "create p50", "create p99"),
-        *("decide p50", "decide p99", "CPU ms/pair", "errors", "vs no chain"),
+        *("decide p50", "decide p99", "CPU ms/pair", "errors", "vs off"),
     ]
     print()
     common.print_table(headers, rows)

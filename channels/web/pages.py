@@ -292,7 +292,10 @@ class ConsolePages:
         if viewer is None:
             return _to_sign_in(request)
         query = request.query_params
-        return await insights.page(self.console, query, viewer, self._csrf(viewer))
+        shown = await insights.page(self.console, query, viewer, self._csrf(viewer))
+        if isinstance(shown, insights.Unshown):
+            return self._message(viewer, shown.status, shown.title, shown.text)
+        return shown
 
     async def bulk(self, request: Request) -> Response:
         """The queue's bulk answer: each selected request (or each pending one matching the

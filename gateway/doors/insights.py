@@ -6,17 +6,23 @@ A request counts for a team when its route holds one of the team's targets as th
 expands `team:NAME` now: the team's Slack, Discord, Teams or Telegram channel or its email
 list, or, for a team with none of these, the console open to exactly its members. People are
 counted as votes count them (`votes.person_of`): a configured person is one person whichever
-channel they answer in, and a vote under a policy is one answer."""
+channel they answer in, and a vote under a policy is one answer.
+
+One page's queries hold every reader thread for a while: a process computes one page at a
+time (`_one_page_at_a_time`), so anyone reloading it in a loop cannot starve the API's
+reads."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import weakref
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 
 from gateway.core import Core
+from gateway.lifecycle import Status
 from gateway.policies import votes
 from gateway.routing import RoutingConfig
 from gateway.seam.insights import (
@@ -35,21 +41,31 @@ from gateway.store import insights as insight_store
 from gateway.vocabulary import AnsweredIn, ChannelName
 
 MOST_REJECTED = 10  # functions listed
+# One lock per event loop (one per process in service; tests run several loops, and a lock
+# belongs to the loop it first waited in).
+_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _one_page_at_a_time() -> asyncio.Lock:
+    return _locks.setdefault(asyncio.get_running_loop(), asyncio.Lock())
 
 
 async def gather(
     core: Core, projects: Sequence[str] | None, since: datetime, until: datetime
 ) -> Insights:
     """The figures of `projects` (None: every project) for decisions in [since, until)."""
-    scope = insight_store.Scope(projects, since, until)
+    period = insight_store.Period(projects, since, until)
     db = core.db
-    outcomes, deciders, (by_channel, by_team), pending, voted = await asyncio.gather(
-        db.scan(insight_store.outcomes, scope),
-        db.scan(insight_store.deciders, scope),
-        db.scan(insight_store.timings, scope, team_marks(core.config)),
-        db.scan(insight_store.pending_ages, projects, utcnow()),
-        db.scan(insight_store.votes, scope),
-    )
+    async with _one_page_at_a_time():
+        outcomes, groups, (by_channel, by_team), pending, voted = await asyncio.gather(
+            db.scan(insight_store.outcomes, period),
+            db.scan(insight_store.decision_groups, period),
+            db.scan(insight_store.timings, period, team_marks(core.config)),
+            db.scan(insight_store.pending_ages, projects, utcnow()),
+            db.scan(insight_store.votes, period),
+        )
     return Insights(
         since=since,
         until=until,
@@ -58,8 +74,8 @@ async def gather(
         by_channel=_busiest([_in_words(timing) for timing in by_channel]),
         pending=[AgeCount(label, n) for label, n in zip(AGE_LABELS, pending, strict=True)],
         rejected=_most_rejected(outcomes),
-        auto=_auto(deciders),
-        people=_people(core.config, deciders, voted),
+        auto=_auto(groups),
+        people=_people(core.config, groups, voted),
     )
 
 
@@ -70,7 +86,7 @@ def _age_labels(bounds: Sequence[int]) -> list[str]:
     return [f"under {words[0]}", *between, f"over {words[-1]}"]
 
 
-AGE_LABELS = _age_labels(insight_store.PENDING_AGES)
+AGE_LABELS = _age_labels(insight_store.PENDING_AGE_LIMITS)
 
 
 def team_marks(config: RoutingConfig) -> dict[str, list[str]]:
@@ -94,23 +110,29 @@ def _every_day(
 ) -> list[DayOutcomes]:
     """One entry per UTC day of the period, days without a decision included."""
     by_day: dict[str, Counter[str]] = defaultdict(Counter)
-    for day, status, _fn, count in outcomes:
-        by_day[day][status] += count
+    for day, outcome, _fn, count in outcomes:
+        by_day[day][outcome] += count
     first, last = since.date(), (until - timedelta(microseconds=1)).date()
     days = [first + timedelta(days=n) for n in range((last - first).days + 1)]
     return [DayOutcomes(day, dict(by_day.get(day.isoformat(), {}))) for day in days]
 
 
 def _most_rejected(outcomes: list[tuple[str, str, str | None, int]]) -> list[Rejections]:
-    """The function calls rejected most often (by anyone: a person, a rule, ...)."""
+    """The function calls rejected most often (by a person or a rule), with how many of
+    them expired (rejected by the gateway at their deadline)."""
     decided: Counter[str] = Counter()
     rejected: Counter[str] = Counter()
-    for _day, status, fn, count in outcomes:
+    expired: Counter[str] = Counter()
+    for _day, outcome, fn, count in outcomes:
         if fn is not None:
             decided[fn] += count
-            rejected[fn] += count if status == "rejected" else 0
-    ranked = sorted((fn for fn in rejected if rejected[fn]), key=lambda fn: (-rejected[fn], fn))
-    return [Rejections(fn, rejected[fn], decided[fn]) for fn in ranked[:MOST_REJECTED]]
+            rejected[fn] += count if outcome == Status.REJECTED else 0
+            expired[fn] += count if outcome == insight_store.EXPIRED else 0
+    ranked = sorted(
+        (fn for fn in decided if rejected[fn] or expired[fn]),
+        key=lambda fn: (-rejected[fn], -expired[fn], fn),
+    )
+    return [Rejections(fn, rejected[fn], expired[fn], decided[fn]) for fn in ranked[:MOST_REJECTED]]
 
 
 def _busiest(timings: list[Timing]) -> list[Timing]:
@@ -124,12 +146,12 @@ def _in_words(timing: Timing) -> Timing:
     return Timing(label, timing.decisions, timing.p50, timing.p90)
 
 
-def _auto(deciders: list[insight_store.Decider]) -> list[AutoDecisions]:
+def _auto(groups: list[insight_store.DecisionGroup]) -> list[AutoDecisions]:
     """What each rule and each standing grant decided at create, nobody asked."""
     found: dict[tuple[str, str], list[int]] = {}
     names: dict[tuple[str, str], str] = {}
-    for decider in deciders:
-        who = decider.who
+    for group in groups:
+        who = group.who
         if who["channel"] == AnsweredIn.GATEWAY and who["rule"]:
             key, name = ("rule", who["rule"]), str(who["name"] or f"rule {who['rule']}")
         elif who["channel"] == AnsweredIn.GRANT and who["grant"]:
@@ -138,8 +160,8 @@ def _auto(deciders: list[insight_store.Decider]) -> list[AutoDecisions]:
             continue
         names.setdefault(key, name)
         counts = found.setdefault(key, [0, 0])
-        counts[0] += decider.count if decider.status == "approved" else 0
-        counts[1] += decider.count if decider.status == "rejected" else 0
+        counts[0] += group.count if group.status == "approved" else 0
+        counts[1] += group.count if group.status == "rejected" else 0
     ranked = sorted(found.items(), key=lambda item: (-sum(item[1]), item[0]))
     return [
         AutoDecisions(source, key, names[source, key], *counts) for (source, key), counts in ranked
@@ -148,24 +170,24 @@ def _auto(deciders: list[insight_store.Decider]) -> list[AutoDecisions]:
 
 def _people(
     config: RoutingConfig,
-    deciders: list[insight_store.Decider],
+    groups: list[insight_store.DecisionGroup],
     voted: list[insight_store.VoteCount],
 ) -> list[PersonAnswers]:
     """One row per person, however many channels and keys they answered through: each
     decision a person made alone, and each vote."""
     names: dict[str, str] = {}
     totals: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
-    for decider in deciders:
-        who = decider.who
-        if not decider.without_vote or decider.status not in insight_store.BY_PEOPLE:
+    for group in groups:
+        who = group.who
+        if not group.without_vote or group.status not in insight_store.BY_PEOPLE:
             continue
-        if who["channel"] in insight_store.BY_THEMSELVES:
+        if who["channel"] in insight_store.NOT_BY_A_PERSON:
             continue
         info = {key: str(value) for key, value in who.items() if value is not None}
         person = votes.person_of(config, info)
         if person not in names:
             names[person] = _named(config, person, info)
-        _add(totals[person], decider.count, decider.status)
+        _add(totals[person], group.count, group.status)
     for vote in voted:
         if vote.person not in names:
             via, _, ident = vote.person.partition(":")  # `via:id` unless configured

@@ -12,7 +12,8 @@ from datetime import date, datetime
 
 @dataclass(frozen=True)
 class DayOutcomes:
-    """The decisions of one UTC day, by outcome (a `Status`: approved, rejected, ...)."""
+    """The decisions of one UTC day, by outcome: a `Status` (approved, rejected, ...), but
+    "expired" also for a function call rejected by the gateway at its deadline."""
 
     day: date
     outcomes: Mapping[str, int]
@@ -34,7 +35,7 @@ class Timing:
 
 @dataclass(frozen=True)
 class AgeCount:
-    """How many requests still pending are this old (`label`: "5-30 min")."""
+    """How many requests still pending are this old (`label`: "5m to 30m")."""
 
     label: str
     count: int
@@ -42,10 +43,12 @@ class AgeCount:
 
 @dataclass(frozen=True)
 class Rejections:
-    """A function's rejections among its decisions."""
+    """A function's rejections among its decisions: by a person or a rule (`rejected`), or
+    by the gateway when nobody answered before the deadline (`expired`)."""
 
     fn: str
     rejected: int
+    expired: int
     decided: int
 
 
@@ -67,7 +70,7 @@ class PersonAnswers:
     person: str
     answers: int
     approved: int
-    rejected: int  # the rest: replies to questions
+    rejected: int  # answers - approved - rejected: replies to questions
 
 
 @dataclass(frozen=True)

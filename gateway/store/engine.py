@@ -66,6 +66,10 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
     cursor.execute("PRAGMA synchronous=FULL")
     cursor.execute("PRAGMA foreign_keys=ON")
+    # Freed space is zeroed (some builds leave it as it was): a row's old bytes, an
+    # argument retention redacted (gateway.store.retention) or an earlier update left behind,
+    # must not stay readable in the file.
+    cursor.execute("PRAGMA secure_delete=ON")
     cursor.close()
 
 

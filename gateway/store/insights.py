@@ -1,52 +1,60 @@
 """The figures of the console's insights page (`gateway.seam.insights`), alike on SQLite and
-PostgreSQL: a few aggregate queries over the requests of some projects decided in a period,
-each one scan of the request table, grouped so that few rows come back.
+PostgreSQL. Decisions are read from the `decision` table (`gateway.store.decided`: one narrow
+row per decided request, written with the decision), each figure from an index whose leading
+columns are its GROUP BY, so a period's rows arrive grouped and are never sorted, and no
+request's content is read.
 
 - `outcomes`: decisions by UTC day, outcome and function (per day; most rejected).
-- `deciders`: decisions by who decided, as their `user_info` says (people's answers; what
-  rules and standing grants decided by themselves).
+- `decision_groups`: decisions by who decided (people's answers; what rules and standing
+  grants decided by themselves).
 - `timings`: the seconds people's decisions took, per channel and per team, folded into
   nearest-rank percentiles.
-- `pending_ages`, `votes`: pending requests by age; the votes cast under policies.
+- `pending_ages`, `votes`: pending requests by age (from the requests); the votes cast
+  under policies.
 
-`user_info.channel` tells who decided: "gateway" with a `rule` is a rule that decided at
-create (without one, a deadline), "grant" a standing grant, anything else a person."""
+A function call the gateway rejected at its deadline counts as `EXPIRED`."""
 
 from __future__ import annotations
 
 import json
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
-from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.sql.elements import ColumnClause, ColumnElement, TextClause
 
 from gateway.lifecycle import Status
 from gateway.seam.insights import Timing
 from gateway.store import tables
+from gateway.store.decided import DECIDER_FIELDS, DecidedBy
+from gateway.store.metrics import rows
 from gateway.vocabulary import AnsweredIn
 
-# The upper bounds (seconds) of the pending-age buckets; one more bucket holds the older.
-PENDING_AGES = (300, 1800, 3600, 14400, 86400, 604800)
-BY_THEMSELVES = (AnsweredIn.GATEWAY.value, AnsweredIn.GRANT.value)  # no person decided
+# Pending-age buckets: the requests younger than each of these (seconds), youngest first;
+# one more bucket holds the older. (/metrics' `PENDING_AGES` counts those older than.)
+PENDING_AGE_LIMITS = (300, 1800, 3600, 14400, 86400, 604800)
+NOT_BY_A_PERSON = (AnsweredIn.GATEWAY.value, AnsweredIn.GRANT.value)  # `user_info.channel`
 BY_PEOPLE = (Status.APPROVED.value, Status.REJECTED.value, Status.RESPONDED.value)
 # Where people answer (`user_info.channel`); any other is counted as "other".
-PLACES = [place.value for place in AnsweredIn if place.value not in BY_THEMSELVES]
-# What `deciders` reads of a decision's user_info (`Decider.who`).
-WHO = ("channel", "user_id", "person", "by", "rule", "grant", "name")
+PLACES = [place.value for place in AnsweredIn if place.value not in NOT_BY_A_PERSON]
+# What `decision_groups` reads of a decision's user_info (`DecisionGroup.who`).
+WHO_FIELDS = DECIDER_FIELDS
+# The outcome of a function call rejected by the gateway at its deadline (stored rejected).
+EXPIRED = Status.EXPIRED.value
 
 _request = tables.Request.__table__  # type: ignore[attr-defined]
 _project = tables.Project.__table__  # type: ignore[attr-defined]
 _vote = tables.Vote.__table__  # type: ignore[attr-defined]
+_decision = tables.Decision.__table__  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
-class Scope:
+class Period:
     """The requests of `projects` (None: every project) decided in [since, until)."""
 
     projects: Sequence[str] | None
@@ -55,9 +63,9 @@ class Scope:
 
 
 @dataclass(frozen=True)
-class Decider:
-    """Decisions alike in who made them (`WHO`'s fields of user_info, None when absent)
-    and their outcome; `without_vote`: no vote was cast for them (see `deciders`)."""
+class DecisionGroup:
+    """Decisions with the same maker (`WHO_FIELDS` of user_info, None when absent) and the
+    same outcome; `without_vote`: no vote was cast for them (see `decision_groups`)."""
 
     who: Mapping[str, str | None]
     without_vote: bool
@@ -77,167 +85,137 @@ class VoteCount:
 # --- what the queries share
 
 
-def _of_projects(projects: Sequence[str] | None) -> ColumnElement[bool]:
+def _of_projects(projects: Sequence[str] | None, project_id: Any) -> ColumnElement[bool]:
     if projects is None:
         return sa.true()
     ids = sa.select(_project.c.id).where(_project.c.name.in_(list(projects)))
-    chosen: ColumnElement[bool] = _request.c.project_id.in_(ids.scalar_subquery())
+    chosen: ColumnElement[bool] = project_id.in_(ids.scalar_subquery())
     return chosen
 
 
-def _decided_in(scope: Scope) -> list[ColumnElement[bool]]:
+# The `decision` table's columns, unqualified: `_decisions` writes the FROM clause.
+_COLUMNS = {column.name: sa.column(column.name, column.type) for column in _decision.columns}
+
+
+def _d(name: str) -> ColumnClause[Any]:
+    return _COLUMNS[name]
+
+
+def _decisions(conn: Connection, index: str | None) -> TextClause:
+    """The decision table, read through `index` on SQLite (None: the table itself): each
+    index leads with its query's GROUP BY, so rows arrive grouped and are never sorted, and
+    SQLite's planner, given statistics, would rather skip-scan another one."""
+    if conn.dialect.name != "sqlite":
+        return sa.text("decision")  # PostgreSQL hashes groups: any order will do
+    return sa.text(f"decision INDEXED BY {index}" if index else "decision NOT INDEXED")
+
+
+def _decided_in(period: Period) -> list[ColumnElement[bool]]:
     return [
-        _of_projects(scope.projects),
-        _request.c.status != Status.PENDING,
-        _request.c.responded_at >= scope.since,
-        _request.c.responded_at < scope.until,
+        _of_projects(period.projects, _d("project_id")),
+        _d("decided_at") >= period.since,
+        _d("decided_at") < period.until,
     ]
-
-
-def _channel(dialect: str) -> ColumnElement[Any]:
-    """`user_info.channel`: where a decision was made."""
-    column = _request.c.user_info_json
-    if dialect == "sqlite":
-        return sa.func.json_extract(column, sa.literal_column("'$.channel'"))
-    # PostgreSQL refuses to read a document holding the escape \u0000 (an API caller may put
-    # one in a name), even to read another field: the escape becomes \u0001, which keeps any
-    # such text valid JSON. The channel itself is the gateway's word.
-    readable = sa.func.replace(
-        column, sa.literal_column("'\\u0000'"), sa.literal_column("'\\u0001'")
-    )
-    return sa.func.json_extract_path_text(
-        sa.cast(readable, sa.JSON), sa.literal_column("'channel'")
-    )
-
-
-def _rows(conn: Connection, query: sa.Select[Any]) -> list[tuple[Any, ...]]:
-    return [tuple(row) for row in conn.execute(query)]
 
 
 # --- the figures
 
 
-def outcomes(conn: Connection, scope: Scope) -> list[tuple[str, str, str | None, int]]:
-    """(UTC day `YYYY-MM-DD`, status, fn (None for a question), decisions)."""
-    decided = _request.c.responded_at
-    day: ColumnElement[Any]
-    if conn.dialect.name == "sqlite":  # SQLite keeps timestamps as UTC text
-        day = sa.func.substr(decided, 1, 10)
-    else:
-        day = sa.cast(sa.func.timezone(sa.literal_column("'UTC'"), decided), sa.Date)
-    rows = (
-        sa.select(day.label("day"), _request.c.status, _request.c.fn)
-        .where(*_decided_in(scope))
-        .subquery()
+def outcomes(conn: Connection, period: Period) -> list[tuple[str, str, str | None, int]]:
+    """(UTC day `YYYY-MM-DD`, outcome, fn (None for a question), decisions). The outcome is
+    the status, but `EXPIRED` for a function call the gateway rejected at its deadline."""
+    grouped = [_d("fn"), _d("status"), _d("decided_by"), _d("day")]
+    query = (
+        sa.select(*grouped, sa.func.count())
+        .select_from(_decisions(conn, "ix_decision_outcomes"))
+        .where(*_decided_in(period))
+        .group_by(*grouped)
     )
-    grouped = (rows.c.day, rows.c.status, rows.c.fn)
-    query = sa.select(*grouped, sa.func.count()).group_by(*grouped)
-    # SQLite's text and PostgreSQL's date both read YYYY-MM-DD as str.
-    return [(str(day), str(status), fn, int(n)) for day, status, fn, n in _rows(conn, query)]
+    counted: Counter[tuple[str, str, str | None]] = Counter()
+    for fn, status, by, day, n in rows(conn, query):
+        ran_out = status == Status.REJECTED and by == DecidedBy.DEADLINE
+        counted[str(day), EXPIRED if ran_out else str(status), fn] += int(n)
+    return [(day, outcome, fn, n) for (day, outcome, fn), n in counted.items()]
 
 
-def deciders(conn: Connection, scope: Scope) -> list[Decider]:
-    """Decisions grouped by who made them. `without_vote`: a person's answer decided it
-    alone, not a vote under a policy (`answers.decisions.submit` votes on approvals and
-    rejections only, so a reply to a question under a policy is no vote either). Grouped
-    by the stored text, each read here once: parsing JSON row by row costs the database
-    more than the few distinct texts (one per person and place, mostly) cost Python."""
-    without_vote = sa.or_(_request.c.policy_json.is_(None), _request.c.status == Status.RESPONDED)
-    rows = (
-        sa.select(
-            _request.c.user_info_json.label("who"),
-            without_vote.label("without_vote"),
-            _request.c.status,
-        )
-        .where(*_decided_in(scope))
-        .subquery()
+def decision_groups(conn: Connection, period: Period) -> list[DecisionGroup]:
+    """Decisions grouped by who made them (`decision.decider`). `without_vote`: a person's
+    answer decided it alone, not a vote under a policy (`answers.decisions.submit` votes on
+    approvals and rejections only, so a reply to a question under a policy is no vote)."""
+    grouped = [_d("decider"), _d("alone"), _d("status")]
+    query = (
+        sa.select(*grouped, sa.func.count())
+        .select_from(_decisions(conn, "ix_decision_deciders"))
+        .where(*_decided_in(period))
+        .group_by(*grouped)
     )
-    grouped = (rows.c.who, rows.c.without_vote, rows.c.status)
-    query = sa.select(*grouped, sa.func.count()).group_by(*grouped)
-    alike: Counter[tuple[tuple[str | None, ...], bool, str]] = Counter()
-    for text, alone, status, n in _rows(conn, query):  # texts apart by an email's id: one
-        alike[_who(text), bool(alone), str(status)] += int(n)
     return [
-        Decider(dict(zip(WHO, who, strict=True)), alone, status, n)
-        for (who, alone, status), n in alike.items()
+        DecisionGroup(_who(decider), bool(alone), str(status), int(n))
+        for decider, alone, status, n in rows(conn, query)
     ]
 
 
-def _who(text: str | None) -> tuple[str | None, ...]:
-    info = json.loads(text or "{}")
-    found = info if isinstance(info, dict) else {}
-    return tuple(None if found.get(key) is None else str(found[key]) for key in WHO)
+def _who(decider: str) -> dict[str, str | None]:
+    found = json.loads(decider)
+    return {key: found.get(key) for key in WHO_FIELDS}
 
 
 def timings(
-    conn: Connection, scope: Scope, teams: Mapping[str, Sequence[str]]
+    conn: Connection, period: Period, teams: Mapping[str, Sequence[str]]
 ) -> tuple[list[Timing], list[Timing]]:
-    """Time to a person's decision, per channel they answered in and per team the request
-    was routed to: `teams` gives, per team, texts that its targets write in a stored route
-    (`route_json`); a request whose route holds any of them counts for that team (for each
-    team it went to). In whole seconds (to the millisecond, then down). The database hands
-    over each channel's and each team's times in one pass, as lists (a GROUP BY would sort
-    every row first); they are sorted here."""
-    dialect = conn.dialect.name
-    position = sa.func.instr if dialect == "sqlite" else sa.func.strpos
-    rows = (
-        sa.select(
-            _channel(dialect).label("channel"),
-            _whole_seconds(dialect).label("seconds"),
-            *(
-                sa.or_(*(position(_request.c.route_json, mark) > 0 for mark in marks)).label(
-                    f"team_{index}"
-                )
-                for index, marks in enumerate(teams.values())
-            ),
-        )
-        .where(*_decided_in(scope), _request.c.status.in_(BY_PEOPLE))
-        .offset(0)  # kept a subquery: each row's channel is read once, not once per list
-        .subquery()
-    )
-    places = [rows.c.channel == place for place in PLACES]
-    places.append(sa.func.coalesce(rows.c.channel, "").not_in([*PLACES, *BY_THEMSELVES]))
-    went = [rows.c[f"team_{index}"] for index in range(len(teams))]
-    every = [_every(dialect, rows.c.seconds, where) for where in (*places, *went)]
-    found = [_as_list(values) for values in conn.execute(sa.select(*every)).one()]
+    """Time to a person's decision (rules, standing grants and deadlines aside), in whole
+    seconds, per channel they answered in (one the gateway does not know: "other") and per
+    team the request was routed to: `teams` gives, per team, texts that its targets write in
+    a stored route; a decision whose route holds any of them counts for that team (for each
+    team it was routed to). One pass over the decision rows (no index holds the routes)."""
+    position = sa.func.instr if conn.dialect.name == "sqlite" else sa.func.strpos
+    channel = _d("answered_in")
+    places = [channel == place for place in PLACES]
+    places.append(sa.func.coalesce(channel, "").not_in(PLACES))
+    routed_to_team = [
+        sa.or_(*(position(_d("route_json"), mark) > 0 for mark in marks))
+        for marks in teams.values()
+    ]
+    by_people = [
+        *_decided_in(period),
+        _d("decided_by") == DecidedBy.PERSON.value,
+        _d("status").in_(BY_PEOPLE),
+    ]
+    found = _summaries(conn, [*places, *routed_to_team], by_people)
     labels = [*PLACES, "other"]
-    by_channel = dict(zip(labels, found[: len(labels)], strict=True))
-    by_team = dict(zip(teams, found[len(labels) :], strict=True))
-    return _percentiles(by_channel), _percentiles(by_team)
+    by_channel = zip(labels, found[: len(labels)], strict=True)
+    by_team = zip(teams, found[len(labels) :], strict=True)
+    return _timings(by_channel), _timings(by_team)
 
 
-def _every(dialect: str, value: Any, where: ColumnElement[bool]) -> ColumnElement[Any]:
-    """Every `value` of the rows where `where` holds, as one list (JSON text on SQLite)."""
-    collect = sa.func.json_group_array if dialect == "sqlite" else sa.func.array_agg
-    return collect(value).filter(where)
+# (decisions, p50, p90) in whole seconds, or None where there are none.
+Summary = tuple[int, int, int] | None
 
 
-def _as_list(values: Any) -> list[int]:
-    found = json.loads(values) if isinstance(values, str) else values
-    return [int(value) for value in found or []]
+def _summaries(
+    conn: Connection, groups: list[ColumnElement[bool]], where: list[ColumnElement[bool]]
+) -> list[Summary]:
+    """Each group's times, handed over as one list (JSON text on SQLite, an array on
+    PostgreSQL), sorted here: SQLite has no percentile function, and PostgreSQL's ordered
+    aggregates, one sort per group, cost it more than the lists do."""
+    collect = sa.func.json_group_array if conn.dialect.name == "sqlite" else sa.func.array_agg
+    lists = [collect(_d("took_ms")).filter(group) for group in groups]
+    found = conn.execute(sa.select(*lists).select_from(_decisions(conn, None)).where(*where))
+    summaries: list[Summary] = []
+    for millis in found.one():
+        values = json.loads(millis) if isinstance(millis, str) else millis or []
+        summaries.append(_summary(sorted(int(value) // 1000 for value in values)))
+    return summaries
 
 
-def _whole_seconds(dialect: str) -> ColumnElement[Any]:
-    """From creation to decision: milliseconds (SQLite's dates hold no finer), rounded,
-    then whole seconds down."""
-    decided, created = _request.c.responded_at, _request.c.requested_at
-    if dialect == "sqlite":
-        days = sa.func.julianday(decided) - sa.func.julianday(created)
-        return sa.cast(sa.func.round(days * 86_400_000), sa.Integer) // 1000
-    seconds = sa.func.date_part(sa.literal_column("'epoch'"), decided - created)  # a float
-    millis = sa.cast(sa.func.round(seconds * 1000), sa.BigInteger)
-    return millis // 1000
+def _summary(ordered: list[int]) -> Summary:
+    if not ordered:
+        return None
+    return len(ordered), nearest_rank(ordered, 50), nearest_rank(ordered, 90)
 
 
-def _percentiles(times: Mapping[str, list[int]]) -> list[Timing]:
-    found = []
-    for label, seconds in times.items():
-        ordered = sorted(seconds)
-        if ordered:
-            found.append(
-                Timing(label, len(ordered), nearest_rank(ordered, 50), nearest_rank(ordered, 90))
-            )
-    return found
+def _timings(summaries: Iterable[tuple[str, Summary]]) -> list[Timing]:
+    return [Timing(label, *summary) for label, summary in summaries if summary is not None]
 
 
 def nearest_rank(ordered: Sequence[int], pct: int) -> int:
@@ -246,32 +224,36 @@ def nearest_rank(ordered: Sequence[int], pct: int) -> int:
 
 
 def pending_ages(conn: Connection, projects: Sequence[str] | None, now: datetime) -> list[int]:
-    """The requests pending now, per age bucket (`PENDING_AGES`), youngest first."""
+    """The requests pending now, per age bucket (`PENDING_AGE_LIMITS`), youngest first."""
     younger = [
         (_request.c.requested_at > now - timedelta(seconds=bound), index)
-        for index, bound in enumerate(PENDING_AGES)
+        for index, bound in enumerate(PENDING_AGE_LIMITS)
     ]
-    bucket = sa.case(*younger, else_=len(PENDING_AGES)).label("bucket")
+    bucket = sa.case(*younger, else_=len(PENDING_AGE_LIMITS)).label("bucket")
     pending = (
         sa.select(bucket)
-        .where(_of_projects(projects), _request.c.status == Status.PENDING)
+        .where(_of_projects(projects, _request.c.project_id), _request.c.status == Status.PENDING)
         .subquery()
     )
     query = sa.select(pending.c.bucket, sa.func.count()).group_by(pending.c.bucket)
-    counts = [0] * (len(PENDING_AGES) + 1)
-    for index, n in _rows(conn, query):
+    counts = [0] * (len(PENDING_AGE_LIMITS) + 1)
+    for index, n in rows(conn, query):
         counts[int(index)] = int(n)
     return counts
 
 
-def votes(conn: Connection, scope: Scope) -> list[VoteCount]:
+def votes(conn: Connection, period: Period) -> list[VoteCount]:
     """The votes cast in the period (`vote.at`), per person (`vote.person`: who they are,
     resolved when they voted)."""
     approved = sa.func.sum(sa.case((_vote.c.approve.is_(True), 1), else_=0))
     query = (
         sa.select(_vote.c.person, sa.func.count(), approved)
         .select_from(_vote.join(_request, _request.c.rid == _vote.c.rid))
-        .where(_of_projects(scope.projects), _vote.c.at >= scope.since, _vote.c.at < scope.until)
+        .where(
+            _of_projects(period.projects, _request.c.project_id),
+            _vote.c.at >= period.since,
+            _vote.c.at < period.until,
+        )
         .group_by(_vote.c.person)
     )
-    return [VoteCount(str(person), int(n), int(a or 0)) for person, n, a in _rows(conn, query)]
+    return [VoteCount(str(person), int(n), int(a or 0)) for person, n, a in rows(conn, query)]

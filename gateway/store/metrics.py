@@ -46,10 +46,10 @@ def snapshot(conn: Connection, now: datetime) -> Snapshot:
     try:
         dialect = conn.dialect.name
         return Snapshot(
-            requests=_rows(conn, _requests_query(dialect, now)),
-            routed=_rows(conn, _routed_query(dialect)),
-            deliveries=_rows(conn, _deliveries_query()),
-            jobs=_rows(conn, _jobs_query(now)),
+            requests=rows(conn, _requests_query(dialect, now)),
+            routed=rows(conn, _routed_query(dialect)),
+            deliveries=rows(conn, _deliveries_query()),
+            jobs=rows(conn, _jobs_query(now)),
             now=now,
         )
     finally:
@@ -57,20 +57,35 @@ def snapshot(conn: Connection, now: datetime) -> Snapshot:
             conn.exec_driver_sql("RESET statement_timeout")
 
 
-def _rows(conn: Connection, query: sa.Select[Any]) -> list[tuple[Any, ...]]:
+def rows(conn: Connection, query: sa.Select[Any]) -> list[tuple[Any, ...]]:
+    """A query's rows as plain tuples (also `gateway.store.insights`')."""
     return [tuple(row) for row in conn.execute(query)]
 
 
-def _answered_in(dialect: str) -> ColumnElement[Any]:
-    """`user_info.channel` of a decision: where it was made (`gateway`: a deadline passed)."""
+def user_info_field(dialect: str, field: str) -> ColumnElement[Any]:
+    """One field of a decision's `user_info` as text (NULL when absent)."""
     # Literal paths, not bound: PostgreSQL must see the GROUP BY expression as the SELECT's.
     column = _request.c.user_info_json
     if dialect == "sqlite":
-        return sa.func.json_extract(column, sa.literal_column("'$.channel'"))
-    return sa.func.json_extract_path_text(sa.cast(column, sa.JSON), sa.literal_column("'channel'"))
+        return sa.func.json_extract(column, sa.literal_column(f"'$.{field}'"))
+    # PostgreSQL refuses to read a document holding the escape \u0000 (stored before the API
+    # refused it), even to read another field: the escape becomes \u0001, which keeps any
+    # such text valid JSON. The fields read here are the gateway's words.
+    readable = sa.func.replace(
+        column, sa.literal_column("'\\u0000'"), sa.literal_column("'\\u0001'")
+    )
+    return sa.func.json_extract_path_text(
+        sa.cast(readable, sa.JSON), sa.literal_column(f"'{field}'")
+    )
 
 
-def _latency(dialect: str) -> ColumnElement[Any]:
+def answered_in(dialect: str) -> ColumnElement[Any]:
+    """`user_info.channel` of a decision: where it was made (`gateway`: a rule at create, or
+    a deadline passed)."""
+    return user_info_field(dialect, "channel")
+
+
+def latency(dialect: str) -> ColumnElement[Any]:
     """Seconds from creation to decision (SQLite keeps timestamps as UTC text)."""
     decided, created = _request.c.responded_at, _request.c.requested_at
     if dialect == "sqlite":
@@ -86,12 +101,12 @@ def _requests_query(dialect: str, now: datetime) -> sa.Select[Any]:
     """Requests by kind, status, answering channel and slot: a pending request's age slot
     (how many of PENDING_AGES it is older than), else its latency bucket's index. One CASE
     per row, not one sum per bucket: the figures are made cumulative in Python."""
-    latency = _latency(dialect)
+    seconds = latency(dialect)
     older = [
         (_request.c.requested_at <= now - timedelta(seconds=age), index)
         for index, age in enumerate(PENDING_AGES)
     ]
-    bucket = [(latency <= bound, index) for index, bound in enumerate(LATENCY_BUCKETS)]
+    bucket = [(seconds <= bound, index) for index, bound in enumerate(LATENCY_BUCKETS)]
     slot = sa.case(
         (_request.c.status == Status.PENDING, sa.case(*reversed(older), else_=0)),
         else_=sa.case(*bucket, else_=len(LATENCY_BUCKETS)),
@@ -100,10 +115,10 @@ def _requests_query(dialect: str, now: datetime) -> sa.Select[Any]:
     return sa.select(
         _request.c.kind,
         _request.c.status,
-        _answered_in(dialect).label("answered_in"),
+        answered_in(dialect).label("answered_in"),
         slot.label("slot"),
         sa.func.count(),
-        sa.func.coalesce(sa.func.sum(latency), 0),
+        sa.func.coalesce(sa.func.sum(seconds), 0),
     ).group_by(
         _request.c.kind,
         _request.c.status,
@@ -114,7 +129,7 @@ def _requests_query(dialect: str, now: datetime) -> sa.Select[Any]:
 
 def _routed_query(dialect: str) -> sa.Select[Any]:
     expired = sa.and_(
-        _request.c.status != Status.PENDING, _answered_in(dialect) == AnsweredIn.GATEWAY
+        _request.c.status != Status.PENDING, answered_in(dialect) == AnsweredIn.GATEWAY
     )
     rid = _request.c.rid
     return (

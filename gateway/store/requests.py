@@ -12,7 +12,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from gateway.lifecycle import Kind, Status
-from gateway.store import audit, tables
+from gateway.store import audit, decided, tables
 from gateway.store.changes import request_changed
 from gateway.store.rows import DeliveryRow, EventRow, RequestRow, values
 from gateway.store.values import dumps, utcnow
@@ -47,6 +47,8 @@ def insert_request(conn: Connection, request: RequestRow) -> bool:
     inserted = result.first() is not None
     if inserted:
         request_changed(conn, request.rid)
+        if request.status != Status.PENDING:  # decided at create: a rule or a grant
+            decided.record(conn, request)
     return inserted
 
 
@@ -70,10 +72,11 @@ def set_decided(
         .values(status=status, **fields)
         .returning(*_request.c)
     )
-    decided = _to_request(conn.execute(query).first())
-    if decided is not None:
+    row = _to_request(conn.execute(query).first())
+    if row is not None:
         request_changed(conn, rid)
-    return decided
+        decided.record(conn, row)
+    return row
 
 
 def lock(conn: Connection, rid: str) -> RequestRow | None:

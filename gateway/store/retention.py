@@ -16,9 +16,9 @@ What is redacted (`gateway.policies.retention` picks the requests):
 Who decided, when, the outcome, `fn`, `call_id` and `body_hash` stay. A pending request is
 never touched (every statement here requires a decided one).
 
-On SQLite the redacting transaction turns on `secure_delete`, so the replaced bytes are
-overwritten in the file rather than left in free space, and `truncate_wal` then empties the
-write-ahead log, which still holds the pages as they were. On PostgreSQL the old row
+On SQLite every connection has `secure_delete` on (`gateway.store.engine`), so the replaced
+bytes are overwritten in the file rather than left in free space, and `truncate_wal` then
+empties the write-ahead log, which still holds the pages as they were. On PostgreSQL the old row
 versions are dead tuples, out of reach of queries and dumps, until VACUUM reclaims them.
 """
 
@@ -93,11 +93,7 @@ def project_ids(conn: Connection) -> dict[str, int]:
 
 def redact(conn: Connection, rids: Sequence[str], at: datetime) -> int:
     """Redact these requests (those still decided and not redacted); returns how many."""
-    secure = _secure_delete(conn, True)
-    try:
-        return sum(_redact_one(conn, rid, at) for rid in rids)
-    finally:
-        _secure_delete(conn, secure)
+    return sum(_redact_one(conn, rid, at) for rid in rids)
 
 
 def _redact_one(conn: Connection, rid: str, at: datetime) -> int:
@@ -140,15 +136,6 @@ def _redact_jobs(conn: Connection, rid: str) -> None:
     for job_id, payload_json in jobs:
         hidden = dumps(marker(json.loads(payload_json)))
         conn.execute(sa.update(_job).where(_job.c.id == job_id).values(payload_json=hidden))
-
-
-def _secure_delete(conn: Connection, on: bool) -> bool:
-    """Set SQLite's secure_delete on this connection; returns what it was (PostgreSQL: no-op)."""
-    if conn.dialect.name != "sqlite":
-        return False
-    was = bool(conn.exec_driver_sql("PRAGMA secure_delete").scalar())
-    conn.exec_driver_sql(f"PRAGMA secure_delete={int(on)}")
-    return was
 
 
 def truncate_wal(conn: Connection) -> bool:

@@ -9,9 +9,11 @@ from typing import Any
 
 import httpx
 import pytest
+import sqlalchemy as sa
 from prometheus_client.parser import text_string_to_metric_families
 
 from gateway.runtime.metrics import outbox_families, owns, singleton_family
+from gateway.store import tables
 from gateway.store.metrics import Snapshot
 from tests.factories import RequestFactory
 from tests.helpers import add_webhook, eventually, outbox_idle
@@ -120,6 +122,27 @@ async def test_an_expired_request_counts_as_expired_not_decided(
     assert value(found, "gateway_requests_expired_total", kind="function_call", channel="web") == 1
     assert not [key for key in found if ("channel", "gateway") in key[1]]
     assert value(found, "gateway_outbox_attempts_total", kind="timer", outcome="succeeded") == 1
+
+
+async def test_a_nul_stored_in_user_info_before_the_api_refused_it_is_counted(
+    metered: RunningGateway, request_factory: RequestFactory
+) -> None:
+    """PostgreSQL refuses to read any field of a JSON document holding the escape \\u0000:
+    a decision stored with one (older data; the API now refuses it) must not fail scrapes."""
+    created = await request_factory(metered, "nul-1")
+    await respond(metered, "/agent/function_calls/nul-1/respond", {"approved": True})
+
+    def nul_in_name(tx: Any) -> None:
+        request = tables.Request.__table__  # type: ignore[attr-defined]
+        held = '{"channel": "api", "name": "a\\u0000b"}'
+        tx.execute(
+            sa.update(request).where(request.c.rid == created.rid).values(user_info_json=held)
+        )
+
+    await metered.core.db.write(nul_in_name)
+    found = await samples(metered)
+    fc_api = {"kind": "function_call", "channel": "api"}
+    assert value(found, "gateway_requests_decided_total", **fc_api, outcome="approved") == 1
 
 
 async def test_metrics_are_off_unless_enabled(sqlite_gateway: RunningGateway) -> None:

@@ -95,13 +95,13 @@ async def decided_and_pending(client: httpx.AsyncClient) -> dict[str, Any]:
 
 
 def without_secure_delete(monkeypatch: pytest.MonkeyPatch) -> None:
-    """SQLite connections opened from now on leave freed space as it was (this build's
-    default erases it; others' does not)."""
+    """SQLite connections opened from now on start as on a build that leaves freed space as
+    it was (this one's default erases it): the gateway's own settings must erase it."""
     pragmas = engine._sqlite_pragmas
 
     def leaving_freed_bytes(dbapi_connection: Any, record: Any) -> None:
-        pragmas(dbapi_connection, record)
         dbapi_connection.execute("PRAGMA secure_delete=0")
+        pragmas(dbapi_connection, record)
 
     monkeypatch.setattr(engine, "_sqlite_pragmas", leaving_freed_bytes)
 
@@ -150,7 +150,7 @@ async def test_retention_run_removes_the_content_and_keeps_the_decision(
         assert GONE.encode() in stored_bytes(db_url)  # a dry run changes nothing
         assert sql(db_url, "SELECT count(*) FROM request WHERE redacted_at IS NOT NULL") == [(0,)]
 
-        without_secure_delete(monkeypatch)  # the command's connections: it must erase itself
+        without_secure_delete(monkeypatch)  # the command's connections: the engine erases
         said = await retention_run(db_url, config)
         assert said.strip() == "project 'default': redacted 3 requests"
         assert GONE.encode() not in stored_bytes(db_url)

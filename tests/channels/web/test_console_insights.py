@@ -7,6 +7,7 @@ their projects, an agent's API key sees nothing; Chromium shows the charts (scre
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 from collections import Counter, defaultdict
@@ -23,7 +24,11 @@ import sqlalchemy as sa
 from playwright.async_api import Page, expect
 
 from channels.web.auth import hash_password
-from gateway.seam import Answered, AnsweredIn, Responder, Verb
+from gateway.doors import insights as insight_door
+from gateway.seam import Answered, AnsweredIn, Refused, Responder, Verb
+from gateway.store import decided as decided_store
+from gateway.store import insights as insight_store
+from gateway.store import requests as request_store
 from gateway.store import tables
 from gateway.store.values import utcnow
 from gateway.vocabulary import KeyScope
@@ -175,6 +180,12 @@ async def seed(gateway: RunningGateway, factory: RequestFactory) -> None:
     await answer(gateway, rid, Verb.GRANT, ALICE_WEB, grant="run:3600")
     for use in ("grant-use-1", "grant-use-2"):  # approved at create by Alice's grant
         await call(use, "read_config", 1, 0, run_id="run-g")
+    await call("grant-sre", "read_config", 1, 0, run_id="run-g", channel=sre)  # the grant too
+    deadline = (utcnow() + timedelta(hours=1)).isoformat()
+    rid = await call("late-sre", "deploy", 2, 3600, channel=sre, expires_at=deadline)
+    await gateway.core.db.write(deadline_passed, rid)
+    late = await gateway.context("slack").answers.answer(rid, Verb.APPROVE, ALICE_SLACK)
+    assert isinstance(late, Refused)  # too late: the gateway rejected it at its deadline
     rid = await call("old-1", "deploy", 45, 240, channel=sre)
     await answer(gateway, rid, Verb.APPROVE, ALICE_SLACK)
     for call_id, age in (("pend-1", 120), ("pend-2", 7200), ("pend-3", 3 * 86400)):
@@ -187,10 +198,18 @@ async def seed(gateway: RunningGateway, factory: RequestFactory) -> None:
     await gateway.core.db.write(back_in_time, made, utcnow())
 
 
+def deadline_passed(tx: Any, rid: str) -> None:
+    request = tables.Request.__table__  # type: ignore[attr-defined]
+    passed = {"expires_at": utcnow() - timedelta(seconds=1)}
+    tx.execute(sa.update(request).where(request.c.rid == rid).values(passed))
+
+
 def back_in_time(tx: Any, made: list[Made], now: datetime) -> None:
     """Each request decided `days_ago` (an hour before that, for a whole day), `took`
-    seconds after it was made; a pending one made `days_ago`. Votes move with them."""
+    seconds after it was made; a pending one made `days_ago`. Votes and the decision's row
+    (`gateway.store.decided`, what the page reads) move with them."""
     request, vote = tables.Request.__table__, tables.Vote.__table__  # type: ignore[attr-defined]
+    decision = tables.Decision.__table__  # type: ignore[attr-defined]
     for one in made:
         row = tx.execute(sa.select(request).where(request.c.call_id == one.call_id)).one()
         if row.status == "pending":
@@ -201,6 +220,10 @@ def back_in_time(tx: Any, made: list[Made], now: datetime) -> None:
         shift = decided - row.responded_at
         values = {"responded_at": decided, "requested_at": decided - timedelta(seconds=one.took)}
         tx.execute(sa.update(request).where(request.c.rid == row.rid).values(values))
+        moved_row = request_store.get_by_rid(tx, row.rid)
+        assert moved_row is not None
+        facts = decided_store.facts(moved_row)
+        tx.execute(sa.update(decision).where(decision.c.rid == row.rid).values(facts))
         for voted in tx.execute(sa.select(vote).where(vote.c.rid == row.rid)).all():
             moved = {"at": voted.at + shift}
             tx.execute(sa.update(vote).where(vote.c.id == voted.id).values(moved))
@@ -257,7 +280,7 @@ class Shown:
     by_team: dict[str, tuple[int, int, int]]
     by_channel: dict[str, tuple[int, int, int]]
     pending: dict[str, int]
-    rejected: list[tuple[str, int, int]]
+    rejected: list[tuple[str, int, int, int]]  # fn, rejected, no answer in time, decided
     auto: dict[str, tuple[str, int, int]]
     people: dict[str, tuple[int, int, int]]
 
@@ -280,7 +303,7 @@ def read_page(html: str) -> Shown:
         by_team=timings("by-team"),
         by_channel=timings("by-channel"),
         pending={r[0]: int(r[1]) for r in page.body("pending-ages") if int(r[1])},
-        rejected=[(r[0], int(r[1]), int(r[2])) for r in page.body("most-rejected")],
+        rejected=[(r[0], int(r[1]), int(r[2]), int(r[3])) for r in page.body("most-rejected")],
         auto={r[1]: (r[0], int(r[2]), int(r[3])) for r in page.body("auto-decisions")},
         people={r[0]: (int(r[1]), int(r[2]), int(r[3])) for r in page.body("answers")},
     )
@@ -336,6 +359,14 @@ async def rows(gateway: RunningGateway, sql: str) -> list[dict[str, Any]]:
     return await gateway.core.db.scan(read)
 
 
+def outcome(r: dict[str, Any]) -> str:
+    """A decision's status, but "expired" for a call the gateway rejected at its deadline
+    (no rule: a rule's rejection is a rejection)."""
+    info = r["info"]
+    ran_out = info["channel"] == "gateway" and not info.get("rule")
+    return "expired" if r["status"] == "rejected" and ran_out else str(r["status"])
+
+
 def timing(values: list[int]) -> tuple[int, int, int]:
     return len(values), nearest_rank(values, 50), nearest_rank(values, 90)
 
@@ -352,7 +383,7 @@ async def expected(gateway: RunningGateway, period: tuple[date, date], projects:
     ]
     per_day: dict[str, Counter[str]] = defaultdict(Counter)
     for r in decided:
-        per_day[r["at"].date().isoformat()][r["status"]] += 1
+        per_day[r["at"].date().isoformat()][outcome(r)] += 1
     by_people = [
         r
         for r in decided
@@ -375,10 +406,14 @@ async def expected(gateway: RunningGateway, period: tuple[date, date], projects:
     for r in decided:
         if r["kind"] == "function_call":
             fns[r["fn"]]["decided"] += 1
-            fns[r["fn"]]["rejected"] += r["status"] == "rejected"
+            fns[r["fn"]][outcome(r)] += 1
     rejected = sorted(
-        ((fn, c["rejected"], c["decided"]) for fn, c in fns.items() if c["rejected"]),
-        key=lambda found: (-found[1], found[0]),
+        (
+            (fn, c["rejected"], c["expired"], c["decided"])
+            for fn, c in fns.items()
+            if c["rejected"] or c["expired"]
+        ),
+        key=lambda found: (-found[1], -found[2], found[0]),
     )
     auto: dict[str, tuple[str, int, int]] = {}
     for r in decided:
@@ -459,6 +494,10 @@ async def test_every_figure_equals_sql_computed_independently(
         assert shown.by_channel.keys() == {"Slack", "the web console", "the API"}
         assert shown.people["Alice"][0] == 6  # in Slack and the console, one person; a vote
         assert shown.auto["no-rm"] == ("rule no-rm", 0, 1)
+        # Team times are people's: not the grant's (0 s) nor the deadline's (the timeout).
+        assert shown.by_team["sre"][0] == 4
+        assert ("deploy", 1, 1, 3) in shown.rejected  # one person's rejection, one deadline
+        assert sum(counts.get("expired", 0) for counts in shown.per_day.values()) == 1
         assert [name for name, *_ in shown.auto.values()].count("Alice's standing grant") == 1
 
         week = await insights(alice, days="7")
@@ -484,18 +523,20 @@ async def test_who_sees_which_project(
         hers = await insights(carol)
         assert hers.people == {"Carol": (1, 0, 1)}
         assert hers.pending == {"30m to 1h": 1}  # bill-2; none of default's
+        assert decisions(hers) == 1 and hers.rejected == [("refund", 1, 0, 1)]  # billing's
         other = await carol.get("/console/insights", params={"project": "default"})
         assert other.status_code == 404
-        assert "deploy" not in other.text
+        assert Tables(other.text).tables == {} and "data-total" not in other.text
         wrong = await carol.get("/console/insights", params={"from": "2026-13-01"})
         assert wrong.status_code == 422
     agent_key = await gateway.new_key("default", name="agent")
-    headers = {"Authorization": f"Bearer {agent_key}"}
-    async with httpx.AsyncClient(base_url=gateway.base_url, headers=headers) as agent:
-        refused = await agent.get("/console/insights")
-        assert refused.status_code == 303  # the console knows people, not API keys
-        assert refused.headers["location"].startswith("/console/login")
-        assert "per-day" not in refused.text
+    admin_key = await gateway.new_key("default", name="admin", scope=KeyScope.ADMIN)
+    for key in (agent_key, admin_key):  # the console knows people, not API keys
+        headers = {"Authorization": f"Bearer {key}"}
+        async with httpx.AsyncClient(base_url=gateway.base_url, headers=headers) as agent:
+            refused = await agent.get("/console/insights", follow_redirects=True)
+        assert refused.status_code == 200 and refused.url.path == "/console/login"
+        assert Tables(refused.text).tables == {} and "data-total" not in refused.text
 
 
 async def test_chromium_shows_the_charts(
@@ -513,11 +554,62 @@ async def test_chromium_shows_the_charts(
     ).to_have_text(["sre", "ops"])
     await expect(page.locator("table#answers")).to_be_visible()
     saved = [await screenshot(page, "insights")]
-    await page.get_by_label("Period").select_option("7")
+    today = utcnow().date()
+    await page.get_by_label("From", exact=True).fill((today - timedelta(days=59)).isoformat())
+    await page.get_by_label("To", exact=True).fill(today.isoformat())
+    await page.get_by_role("button", name="Show these days").click()
+    await expect(page.locator("svg.days g")).to_have_count(60)
     await page.get_by_label("Project").select_option("default")
-    await page.get_by_role("button", name="Show").click()
+    await page.get_by_role("button", name="7 days").click()  # the boxes are still filled
     await expect(page.locator("svg.days g")).to_have_count(7)
     saved.append(await screenshot(page, "insights-default-7-days"))
     for path in saved:
         assert path.parent == SCREENSHOTS and path.stat().st_size > 10_000
         (tmp_path / path.name).write_bytes(path.read_bytes())
+
+
+async def test_a_period_button_wins_over_the_boxes(sqlite_console: RunningGateway) -> None:
+    """What a form without JavaScript sends: the boxes still hold a custom period's days,
+    and the button pressed says which period to show."""
+    today = utcnow().date()
+
+    def ago(days: int) -> date:
+        return today - timedelta(days=days)
+
+    async with signed_in(sqlite_console, "alice") as alice:
+        boxes = {"from": ago(60).isoformat(), "to": ago(50).isoformat()}
+        assert (await insights(alice, days="custom", **boxes)).period == (ago(60), ago(50))
+        assert (await insights(alice, days="7", **boxes)).period == (ago(6), today)
+        assert (await insights(alice, **boxes)).period == (ago(60), ago(50))  # a link's
+        # Only the last day: the 30 days up to it.
+        assert (await insights(alice, to=ago(100).isoformat())).period == (ago(129), ago(100))
+
+
+async def test_one_page_is_computed_at_a_time(
+    sqlite_console: RunningGateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two loads at once: the second one's queries wait for the first one's, so one page
+    holds at most its own five reader threads. (Both loads start in the same turn of the
+    event loop: without the lock all ten queries would be running together.)"""
+    db = sqlite_console.core.db
+    real_scan = db.scan
+    running, most = 0, 0
+
+    async def counted(fn: Any, /, *args: Any) -> Any:
+        nonlocal running, most
+        if fn.__module__ != insight_store.__name__:
+            return await real_scan(fn, *args)
+        running += 1
+        most = max(most, running)
+        try:
+            return await real_scan(fn, *args)
+        finally:
+            running -= 1
+
+    monkeypatch.setattr(db, "scan", counted)
+    core, until = sqlite_console.core, utcnow()
+    week = (until - timedelta(days=7), until)
+    await asyncio.gather(
+        insight_door.gather(core, None, *week), insight_door.gather(core, None, *week)
+    )
+    assert most == 5

@@ -7,14 +7,17 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from gateway.store import insights as insight_store
 from gateway.store import tables
 from gateway.store.engine import make_engine
+from gateway.store.values import utcnow
 from gateway.vocabulary import JobKind
 from tests.factories import RequestFactory
 from tests.grants.helpers import create as create_call
@@ -161,3 +164,31 @@ async def test_a_decider_with_the_longest_user_info_allowed_still_decides(
     assert answered.status_code == 200, answered.text
     rows = await gateway.core.db.read(decision_rows)
     assert json.loads(rows["wide"]["decider"])["name"] == wide[:64]
+
+
+async def test_the_counts_read_in_index_order_and_leave_the_reader_as_it_was(
+    gateway: RunningGateway, request_factory: RequestFactory
+) -> None:
+    """PostgreSQL plans the counts as index-only scans by turning the hash and the table scan
+    off for them: the reader's connection, which serves other reads next, gets them back."""
+    await request_factory(gateway, "counted", fn="deploy", kwargs={})
+    async with gateway.client() as operator:
+        await operator.post("/agent/function_calls/counted/respond", json={"approved": True})
+    now = utcnow()
+    period = insight_store.Period(None, now - timedelta(days=1), now + timedelta(days=1))
+
+    def counted_then_settings(conn: Connection) -> tuple[Any, Any, list[str]]:
+        outcomes = insight_store.outcomes(conn, period)
+        groups = insight_store.decision_groups(conn, period)
+        if conn.dialect.name != "postgresql":
+            return outcomes, groups, []
+        show = [conn.exec_driver_sql(f"SHOW {name}").scalar() for name in PLANNER_SWITCHES]
+        return outcomes, groups, [str(value) for value in show]
+
+    outcomes, groups, settings = await gateway.core.db.scan(counted_then_settings)
+    assert [(fn, outcome, n) for _day, outcome, fn, n in outcomes] == [("deploy", "approved", 1)]
+    assert [(g.who["channel"], g.status, g.count) for g in groups] == [("api", "approved", 1)]
+    assert settings in ([], ["on", "on"])
+
+
+PLANNER_SWITCHES = ("enable_hashagg", "enable_seqscan")

@@ -16,10 +16,11 @@ A function call the gateway rejected at its deadline counts as `EXPIRED`."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -106,8 +107,25 @@ def _decisions(conn: Connection, index: str | None) -> TextClause:
     index leads with its query's GROUP BY, so rows arrive grouped and are never sorted, and
     SQLite's planner, given statistics, would rather skip-scan another one."""
     if conn.dialect.name != "sqlite":
-        return sa.text("decision")  # PostgreSQL hashes groups: any order will do
+        return sa.text("decision")  # PostgreSQL: `_in_index_order` does the same
     return sa.text(f"decision INDEXED BY {index}" if index else "decision NOT INDEXED")
+
+
+@contextlib.contextmanager
+def _in_index_order(conn: Connection) -> Iterator[None]:
+    """PostgreSQL: plan the read as SQLite's INDEXED BY does, an index-only scan in the
+    order of the index led by the GROUP BY (rows arrive grouped), rather than a scan of
+    the table and a hash of every row: half the time with 100,000 decisions."""
+    if conn.dialect.name != "postgresql":
+        yield
+        return
+    conn.exec_driver_sql("SET enable_hashagg = off")
+    conn.exec_driver_sql("SET enable_seqscan = off")
+    try:
+        yield
+    finally:  # the reader's connection serves other reads next
+        conn.exec_driver_sql("RESET enable_hashagg")
+        conn.exec_driver_sql("RESET enable_seqscan")
 
 
 def _decided_in(period: Period) -> list[ColumnElement[bool]]:
@@ -132,7 +150,9 @@ def outcomes(conn: Connection, period: Period) -> list[tuple[str, str, str | Non
         .group_by(*grouped)
     )
     counted: Counter[tuple[str, str, str | None]] = Counter()
-    for fn, status, by, day, n in rows(conn, query):
+    with _in_index_order(conn):
+        found = rows(conn, query)
+    for fn, status, by, day, n in found:
         ran_out = status == Status.REJECTED and by == DecidedBy.DEADLINE
         counted[str(day), EXPIRED if ran_out else str(status), fn] += int(n)
     return [(day, outcome, fn, n) for (day, outcome, fn), n in counted.items()]
@@ -149,9 +169,11 @@ def decision_groups(conn: Connection, period: Period) -> list[DecisionGroup]:
         .where(*_decided_in(period))
         .group_by(*grouped)
     )
+    with _in_index_order(conn):
+        found = rows(conn, query)
     return [
         DecisionGroup(_who(decider), bool(alone), str(status), int(n))
-        for decider, alone, status, n in rows(conn, query)
+        for decider, alone, status, n in found
     ]
 
 

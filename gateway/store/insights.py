@@ -1,8 +1,8 @@
 """The figures of the console's insights page (`gateway.seam.insights`), alike on SQLite and
 PostgreSQL. Decisions are read from the `decision` table (`gateway.store.decided`: one narrow
-row per decided request, written with the decision), each figure from an index whose leading
-columns are its GROUP BY, so a period's rows arrive grouped and are never sorted, and no
-request's content is read.
+row per decided request, written with the decision), never from the requests' content: each
+count from an index whose leading columns are its GROUP BY, so a period's rows arrive grouped
+and are never sorted or hashed; the times in one pass over the rows.
 
 - `outcomes`: decisions by UTC day, outcome and function (per day; most rejected).
 - `decision_groups`: decisions by who decided (people's answers; what rules and standing

@@ -21,7 +21,7 @@ import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ from aiohttp import web
 
 from bench import common
 from gateway.security.crypto import sign_webhook
+from tests.services.gateway_process import GatewayProcess
 from tests.services.net import free_port
 
 N = 200  # measured decisions per phase, at most
@@ -266,6 +267,39 @@ async def gateway_phases(gateway: common.Gateway) -> list[Phase]:
         for line in lines[:5]:
             print(f"    {line}")
     return phases
+
+
+@contextlib.asynccontextmanager
+async def served(
+    workdir: Path, env: dict[str, str]
+) -> AsyncIterator[tuple[GatewayProcess, httpx.AsyncClient, httpx.AsyncClient]]:
+    """`gateway serve` (SQLite) in `workdir` with `env`, and two clients: the agent's (its
+    API key, at the API's base) and a bare one at the gateway's root (a platform's calls)."""
+    process = await asyncio.to_thread(GatewayProcess(workdir, env).start)
+    try:
+        headers = {"Authorization": f"Bearer {process.api_key}"}
+        async with (
+            httpx.AsyncClient(base_url=process.api_base, headers=headers, timeout=40) as api,
+            httpx.AsyncClient(base_url=process.base_url, timeout=10) as root,
+        ):
+            yield process, api, root
+    finally:
+        await asyncio.to_thread(process.stop)
+
+
+def click_bench(
+    title: str, measure: Callable[[], Coroutine[Any, Any, list[Phase]]], said: str
+) -> int:
+    """A channel's click bench: the same-run baseline, then `measure`'s phases against it."""
+    common.print_machine(title)
+    with common.baseline_server() as server:
+        baseline = asyncio.run(baseline_round_trips(server))
+    phases = asyncio.run(measure())
+    for phase in phases:
+        print(f"  {phase.label}: {len(phase.latencies)} measured", flush=True)
+    common.print_latencies(baseline, phases)
+    print(f"\n{said}")
+    return 0
 
 
 async def baseline_round_trips(server: common.BaselineProcess) -> Phase:

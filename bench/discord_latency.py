@@ -20,11 +20,9 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import common
-from bench.decision_latency import Phase, baseline_round_trips
+from bench.decision_latency import Phase, click_bench, served
 from tests.channels.discord.helpers import ALICE, CHANNEL, custom_ids, footer_text
 from tests.fakes.discord import FakeDiscord
-from tests.services.gateway_process import GatewayProcess
 
 N = 200
 WARMUP = 5
@@ -84,37 +82,27 @@ async def measure() -> list[Phase]:
                 "DISCORD_GATEWAY_URL": fake.gateway_url,
                 "GATEWAY_LOG_LEVEL": "warning",
             }
-            process = await asyncio.to_thread(GatewayProcess(Path(tmp), env).start)
-            try:
+            async with served(Path(tmp), env) as (_process, api, _root):
                 await fake.wait_ready(timeout=30)
-                headers = {"Authorization": f"Bearer {process.api_key}"}
-                async with httpx.AsyncClient(
-                    base_url=process.api_base, headers=headers, timeout=40
-                ) as api:
-                    deadline = time.monotonic() + PHASE_LIMIT
-                    for index in range(WARMUP + N):
-                        if time.monotonic() >= deadline:
-                            callback.cut_short = answer.cut_short = True
-                            break
-                        to_callback, to_answer = await one_click(api, fake, index)
-                        if index >= WARMUP:
-                            callback.latencies.append(to_callback)
-                            answer.latencies.append(to_answer)
-            finally:
-                await asyncio.to_thread(process.stop)
-    print(f"  {answer.label}: {len(answer.latencies)} measured", flush=True)
+                deadline = time.monotonic() + PHASE_LIMIT
+                for index in range(WARMUP + N):
+                    if time.monotonic() >= deadline:
+                        callback.cut_short = answer.cut_short = True
+                        break
+                    to_callback, to_answer = await one_click(api, fake, index)
+                    if index >= WARMUP:
+                        callback.latencies.append(to_callback)
+                        answer.latencies.append(to_answer)
     return [callback, answer]
 
 
 def main() -> int:
-    common.print_machine("Discord click -> message update and long-poll waiter")
-    with common.baseline_server() as server:
-        baseline = asyncio.run(baseline_round_trips(server))
-    phases = asyncio.run(measure())
-    common.print_latencies(baseline, phases)
-    print("\nFrom the INTERACTION_CREATE leaving the fake's websocket to the bot's callback")
-    print("(Discord allows 3 s) and to the waiter's answer arriving.")
-    return 0
+    return click_bench(
+        "Discord click -> message update and long-poll waiter",
+        measure,
+        "From the INTERACTION_CREATE leaving the fake's websocket to the bot's callback\n"
+        "(Discord allows 3 s) and to the waiter's answer arriving.",
+    )
 
 
 if __name__ == "__main__":

@@ -20,11 +20,9 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import common
-from bench.decision_latency import Phase, baseline_round_trips
+from bench.decision_latency import Phase, click_bench, served
 from tests.channels.slack.helpers import SIGNING_SECRET, button_rid, click, signed_headers
 from tests.fakes.slack import FakeSlack
-from tests.services.gateway_process import GatewayProcess
 
 N = 200
 WARMUP = 5
@@ -75,7 +73,7 @@ async def one_click(
     return took
 
 
-async def measure() -> Phase:
+async def measure() -> list[Phase]:
     phase = Phase("SQLite: Slack click -> long-poll answer")
     async with FakeSlack() as fake:
         with tempfile.TemporaryDirectory(prefix="gw-bench-slack-") as tmp:
@@ -85,35 +83,22 @@ async def measure() -> Phase:
                 "SLACK_API_URL": fake.base_url,
                 "GATEWAY_LOG_LEVEL": "warning",
             }
-            process = await asyncio.to_thread(GatewayProcess(Path(tmp), env).start)
-            try:
-                headers = {"Authorization": f"Bearer {process.api_key}"}
-                async with (
-                    httpx.AsyncClient(
-                        base_url=process.api_base, headers=headers, timeout=40
-                    ) as api,
-                    httpx.AsyncClient(base_url=process.base_url, timeout=10) as slack,
-                ):
-                    await phase.time(
-                        lambda index: one_click(api, slack, fake, index),
-                        warmup=WARMUP,
-                        count=N,
-                        limit=PHASE_LIMIT,
-                    )
-            finally:
-                await asyncio.to_thread(process.stop)
-    print(f"  {phase.label}: {len(phase.latencies)} measured", flush=True)
-    return phase
+            async with served(Path(tmp), env) as (_process, api, slack):
+                await phase.time(
+                    lambda index: one_click(api, slack, fake, index),
+                    warmup=WARMUP,
+                    count=N,
+                    limit=PHASE_LIMIT,
+                )
+    return [phase]
 
 
 def main() -> int:
-    common.print_machine("Slack click -> long-poll waiter")
-    with common.baseline_server() as server:
-        baseline = asyncio.run(baseline_round_trips(server))
-    slack = asyncio.run(measure())
-    common.print_latencies(baseline, [slack])
-    print("\nFrom the signed click leaving the client to the waiter's answer arriving.")
-    return 0
+    return click_bench(
+        "Slack click -> long-poll waiter",
+        measure,
+        "From the signed click leaving the client to the waiter's answer arriving.",
+    )
 
 
 if __name__ == "__main__":

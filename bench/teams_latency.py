@@ -22,11 +22,9 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import common
-from bench.decision_latency import Phase, baseline_round_trips
+from bench.decision_latency import Phase, click_bench, served
 from tests.channels.teams.helpers import ALICE, CONFIG, invoke, texts
 from tests.fakes.teams import APP_ID, APP_PASSWORD, TENANT, FakeTeams, Message
-from tests.services.gateway_process import GatewayProcess
 
 N = 200
 WARMUP = 5
@@ -85,40 +83,27 @@ def teams_env(fake: FakeTeams, workdir: Path) -> dict[str, str]:
     }
 
 
-async def measure() -> Phase:
+async def measure() -> list[Phase]:
     phase = Phase("SQLite: Teams click -> long-poll answer")
     async with FakeTeams() as fake:
         with tempfile.TemporaryDirectory(prefix="gw-bench-teams-") as tmp:
             env = teams_env(fake, Path(tmp))
-            process = await asyncio.to_thread(GatewayProcess(Path(tmp), env).start)
-            try:
-                headers = {"Authorization": f"Bearer {process.api_key}"}
-                async with (
-                    httpx.AsyncClient(
-                        base_url=process.api_base, headers=headers, timeout=40
-                    ) as api,
-                    httpx.AsyncClient(base_url=process.base_url, timeout=10) as teams,
-                ):
-                    await phase.time(
-                        lambda index: one_click(api, teams, fake, index),
-                        warmup=WARMUP,
-                        count=N,
-                        limit=PHASE_LIMIT,
-                    )
-            finally:
-                await asyncio.to_thread(process.stop)
-    print(f"  {phase.label}: {len(phase.latencies)} measured", flush=True)
-    return phase
+            async with served(Path(tmp), env) as (_process, api, teams):
+                await phase.time(
+                    lambda index: one_click(api, teams, fake, index),
+                    warmup=WARMUP,
+                    count=N,
+                    limit=PHASE_LIMIT,
+                )
+    return [phase]
 
 
 def main() -> int:
-    common.print_machine("Teams click -> long-poll waiter")
-    with common.baseline_server() as server:
-        baseline = asyncio.run(baseline_round_trips(server))
-    teams = asyncio.run(measure())
-    common.print_latencies(baseline, [teams])
-    print("\nFrom the signed invoke leaving the client to the waiter's answer arriving.")
-    return 0
+    return click_bench(
+        "Teams click -> long-poll waiter",
+        measure,
+        "From the signed invoke leaving the client to the waiter's answer arriving.",
+    )
 
 
 if __name__ == "__main__":

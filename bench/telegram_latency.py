@@ -20,11 +20,9 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import common
-from bench.decision_latency import Phase, baseline_round_trips
+from bench.decision_latency import Phase, click_bench, served
 from tests.channels.telegram.helpers import ALICE, GROUP, ROUTING, data_of, users
 from tests.fakes.telegram import FakeTelegram
-from tests.services.gateway_process import GatewayProcess
 
 N = 200
 WARMUP = 5
@@ -62,7 +60,7 @@ async def one_click(
     return took
 
 
-async def measure() -> Phase:
+async def measure() -> list[Phase]:
     phase = Phase("SQLite: Telegram click -> long-poll answer")
     async with FakeTelegram() as fake:
         alice = users(fake)[ALICE]
@@ -76,32 +74,22 @@ async def measure() -> Phase:
                 "TELEGRAM_MODE": "polling",
                 "GATEWAY_LOG_LEVEL": "warning",
             }
-            process = await asyncio.to_thread(GatewayProcess(Path(tmp), env).start)
-            try:
-                headers = {"Authorization": f"Bearer {process.api_key}"}
-                async with httpx.AsyncClient(
-                    base_url=process.api_base, headers=headers, timeout=40
-                ) as api:
-                    await phase.time(
-                        lambda index: one_click(api, fake, alice, index),
-                        warmup=WARMUP,
-                        count=N,
-                        limit=PHASE_LIMIT,
-                    )
-            finally:
-                await asyncio.to_thread(process.stop)
-    print(f"  {phase.label}: {len(phase.latencies)} measured", flush=True)
-    return phase
+            async with served(Path(tmp), env) as (_process, api, _root):
+                await phase.time(
+                    lambda index: one_click(api, fake, alice, index),
+                    warmup=WARMUP,
+                    count=N,
+                    limit=PHASE_LIMIT,
+                )
+    return [phase]
 
 
 def main() -> int:
-    common.print_machine("Telegram click -> long-poll waiter")
-    with common.baseline_server() as server:
-        baseline = asyncio.run(baseline_round_trips(server))
-    telegram = asyncio.run(measure())
-    common.print_latencies(baseline, [telegram])
-    print("\nFrom the click handed to the bot's getUpdates to the waiter's answer arriving.")
-    return 0
+    return click_bench(
+        "Telegram click -> long-poll waiter",
+        measure,
+        "From the click handed to the bot's getUpdates to the waiter's answer arriving.",
+    )
 
 
 if __name__ == "__main__":

@@ -37,6 +37,9 @@ async def escalate(core: Core, row: RequestRow, escalation: Escalation) -> dict[
     planned = deliveries.plan(core, row.rid, [target])
 
     def add_escalation(tx: Tx) -> None:
+        current = request_store.lock(tx, row.rid)  # a decision may have landed meanwhile
+        if current is not None and current.status != Status.PENDING:
+            raise Conflict(already_decided(current))
         request_store.add_to_route(tx, row.rid, target.model_dump(mode="json"))
         audit = [(AuditEvent.ESCALATED, detail), *deliveries.add(tx, row, planned)]
         request_store.add_events(tx, row.rid, audit)

@@ -7,10 +7,11 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
@@ -192,3 +193,28 @@ async def test_the_counts_read_in_index_order_and_leave_the_reader_as_it_was(
 
 
 PLANNER_SWITCHES = ("enable_hashagg", "enable_seqscan")
+
+
+def zone_of_another_day(now: datetime) -> str:
+    """A time zone whose date differs from UTC's at `now` (UTC+14 late in the UTC day,
+    UTC-12 early in it)."""
+    return "Pacific/Kiritimati" if now.hour >= 10 else "Etc/GMT+12"
+
+
+async def test_the_day_is_the_utc_date_whatever_the_database_sessions_time_zone(
+    db_url: str, tmp_path: Path, request_factory: RequestFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL hands timestamps back in the session's time zone (PGTZ, or the server's
+    default): the day must still be the UTC one, as for SQLite."""
+    monkeypatch.setenv("PGTZ", zone_of_another_day(utcnow()))
+    async with running_gateway(settings_for(db_url)) as gateway:
+        await request_factory(gateway, "zoned", fn="deploy", kwargs={})
+        async with gateway.client() as operator:
+            body = {"approved": True}
+            assert (
+                await operator.post("/agent/function_calls/zoned/respond", json=body)
+            ).is_success
+        rows = await gateway.core.db.read(decision_rows)
+    decided_at = datetime.fromisoformat(rows["zoned"]["decided_at"])
+    assert decided_at.utcoffset() == timedelta(0)
+    assert rows["zoned"]["day"] == decided_at.date().isoformat()

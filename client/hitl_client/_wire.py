@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
@@ -15,7 +16,8 @@ from pydantic import BaseModel
 from hitl_client.models import FunctionCall, GatewayStatus, HumanContact, UserInfo
 
 DEFAULT_BASE = "http://127.0.0.1:8080/humanlayer/v1"  # `make run`'s gateway
-JWKS_PATH = "/.well-known/jwks.json"  # at the gateway's origin, not under the API's base
+API_PATH = "/humanlayer/v1"  # where the gateway serves the API, below its root
+JWKS_PATH = "/.well-known/jwks.json"  # at the gateway's root, not under the API's base
 LONG_POLL_SLICE = 60.0  # the longest `?wait=` the gateway holds a GET
 
 Decidable = TypeVar("Decidable", FunctionCall, HumanContact)
@@ -29,7 +31,7 @@ class Call:
     params: dict[str, Any] | None = None
     headers: dict[str, str] = field(default_factory=dict)
     hold: float = 0.0  # seconds the gateway may hold the answer (a long-poll)
-    from_origin: bool = False  # `path` is from the gateway's origin, not the API's base
+    from_origin: bool = False  # `path` is from the gateway's root, not the API's base
 
 
 @dataclass(frozen=True)
@@ -37,22 +39,41 @@ class Settings:
     base_url: str
     api_key: str
     run_id: str
+    # Receipts: the signing keys and the key's project, when pinned (never asked for then).
+    jwks: Mapping[str, Any] | None = None
+    project: str | None = None
 
     def url(self, call: Call) -> str:
         if not call.from_origin:
             return self.base_url + call.path
-        parts = urlsplit(self.base_url)
-        return f"{parts.scheme}://{parts.netloc}{call.path}"
+        # The gateway's root: the base without the API's own path (a proxy may add a prefix).
+        root = self.base_url.removesuffix(API_PATH)
+        if root == self.base_url:  # not the usual base: its scheme and host
+            parts = urlsplit(self.base_url)
+            root = f"{parts.scheme}://{parts.netloc}"
+        return root + call.path
+
+    def headers(self, call: Call) -> dict[str, str]:
+        """The key goes to the API only: the gateway's root may serve others' paths too."""
+        if call.from_origin:
+            return dict(call.headers)
+        return {"Authorization": f"Bearer {self.api_key}", **call.headers}
 
 
-def settings(base_url: str | None, api_key: str | None, run_id: str | None) -> Settings:
+def settings(
+    base_url: str | None,
+    api_key: str | None,
+    run_id: str | None,
+    jwks: Mapping[str, Any] | None = None,
+    project: str | None = None,
+) -> Settings:
     """Arguments first, then the environment the HumanLayer SDK reads."""
     key = api_key or os.environ.get("HUMANLAYER_API_KEY")
     if not key:
         raise ValueError("no API key: pass api_key= or set HUMANLAYER_API_KEY")
     base = base_url or os.environ.get("HUMANLAYER_API_BASE") or DEFAULT_BASE
     run = run_id or os.environ.get("HUMANLAYER_RUN_ID") or "agent"
-    return Settings(base.rstrip("/"), key, run)
+    return Settings(base.rstrip("/"), key, run, jwks, project)
 
 
 def new_call_id() -> str:

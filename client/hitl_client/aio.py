@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -47,13 +47,15 @@ class AsyncClient:
         retry: RetryPolicy | None = None,
         timeout: float = 30.0,
         http: httpx.AsyncClient | None = None,
+        jwks: Mapping[str, Any] | None = None,
+        project: str | None = None,
     ) -> None:
-        self.settings = _wire.settings(base_url, api_key, run_id)
+        self.settings = _wire.settings(base_url, api_key, run_id, jwks, project)
         self.retry = retry or RetryPolicy()
         self.timeout = timeout
         self._http = http or httpx.AsyncClient()
         self._owns_http = http is None
-        self._project: str | None = None  # the key's project, asked once (receipts name it)
+        self._project = project  # the key's project (receipts name it): pinned, or asked once
 
     def __repr__(self) -> str:  # never the key
         return f"AsyncClient({self.settings.base_url!r}, run_id={self.settings.run_id!r})"
@@ -206,6 +208,8 @@ class AsyncClient:
     async def jwks(self) -> dict[str, Any]:
         """The gateway's receipt-signing public keys (`/.well-known/jwks.json`), for
         `hitl_client.receipts.verify`."""
+        if self.settings.jwks is not None:  # pinned: a forged answer cannot bring its own
+            return dict(self.settings.jwks)
         keys: dict[str, Any] = await self._send(_wire.jwks())
         return keys
 
@@ -264,7 +268,7 @@ class AsyncClient:
 
     async def _send(self, call: Call) -> Any:
         url = self.settings.url(call)
-        headers = {"Authorization": f"Bearer {self.settings.api_key}", **call.headers}
+        headers = self.settings.headers(call)
         for attempt in range(self.retry.attempts):
             try:
                 response = await self._http.request(

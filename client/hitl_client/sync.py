@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -35,7 +35,9 @@ T = TypeVar("T")
 
 
 class Client:
-    """`Client()` reads HUMANLAYER_API_BASE and HUMANLAYER_API_KEY, as the HumanLayer SDK does."""
+    """`Client()` reads HUMANLAYER_API_BASE and HUMANLAYER_API_KEY, as the HumanLayer SDK does.
+    `jwks` and `project` pin what receipts are checked against (`verify_receipt`): fetched
+    from the gateway otherwise, through the same connection as the approvals they check."""
 
     def __init__(
         self,
@@ -46,13 +48,15 @@ class Client:
         retry: RetryPolicy | None = None,
         timeout: float = 30.0,
         http: httpx.Client | None = None,
+        jwks: Mapping[str, Any] | None = None,
+        project: str | None = None,
     ) -> None:
-        self.settings = _wire.settings(base_url, api_key, run_id)
+        self.settings = _wire.settings(base_url, api_key, run_id, jwks, project)
         self.retry = retry or RetryPolicy()
         self.timeout = timeout
         self._http = http or httpx.Client()
         self._owns_http = http is None
-        self._project: str | None = None  # the key's project, asked once (receipts name it)
+        self._project = project  # the key's project (receipts name it): pinned, or asked once
 
     def __repr__(self) -> str:  # never the key
         return f"Client({self.settings.base_url!r}, run_id={self.settings.run_id!r})"
@@ -204,6 +208,8 @@ class Client:
     def jwks(self) -> dict[str, Any]:
         """The gateway's receipt-signing public keys (`/.well-known/jwks.json`), for
         `hitl_client.receipts.verify`."""
+        if self.settings.jwks is not None:  # pinned: a forged answer cannot bring its own
+            return dict(self.settings.jwks)
         keys: dict[str, Any] = self._send(_wire.jwks())
         return keys
 
@@ -262,7 +268,7 @@ class Client:
 
     def _send(self, call: Call) -> Any:
         url = self.settings.url(call)
-        headers = {"Authorization": f"Bearer {self.settings.api_key}", **call.headers}
+        headers = self.settings.headers(call)
         for attempt in range(self.retry.attempts):
             try:
                 response = self._http.request(

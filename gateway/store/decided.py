@@ -60,9 +60,7 @@ def facts(row: RequestRow) -> dict[str, Any]:
     found = json.loads(row.user_info_json or "{}")
     info: dict[str, Any] = found if isinstance(found, dict) else {}
     decided_at = as_utc(row.responded_at or utcnow())  # every decision sets it; store tests may not
-    who = {
-        key: str(info[key])[:DECIDER_TEXT] for key in DECIDER_FIELDS if info.get(key) is not None
-    }
+    who = {key: _short(info[key]) for key in DECIDER_FIELDS if info.get(key) is not None}
     channel = info.get("channel")
     return {
         "rid": row.rid,
@@ -73,9 +71,10 @@ def facts(row: RequestRow) -> dict[str, Any]:
         "fn": row.fn,
         "decided_by": decided_by(info).value,
         "answered_in": None if channel is None else str(channel),
-        "decider": json.dumps(who, sort_keys=True, separators=(",", ":")),
+        "decider": json.dumps(who, sort_keys=True, separators=(",", ":"), ensure_ascii=False),
         "alone": row.policy_json is None or row.status == Status.RESPONDED,
-        "took_ms": (decided_at - as_utc(row.requested_at)) // timedelta(milliseconds=1),
+        # Never negative: replicas' clocks may differ by a little.
+        "took_ms": max((decided_at - as_utc(row.requested_at)) // timedelta(milliseconds=1), 0),
         "route_json": row.route_json,
     }
 
@@ -84,3 +83,9 @@ def record(conn: Connection, row: RequestRow) -> None:
     """Write the decision row of `row`, which was decided in this transaction."""
     if RECORDED:
         conn.execute(_INSERT, facts(row))
+
+
+def _short(value: Any) -> str:
+    """At most DECIDER_TEXT characters of UTF-8 (a lone surrogate becomes "?"): with the
+    JSON unescaped, seven such values stay well under PostgreSQL's index entry limit."""
+    return str(value)[:DECIDER_TEXT].encode("utf-8", "replace").decode("utf-8")

@@ -1,8 +1,9 @@
 """The figures of the console's insights page (`gateway.seam.insights`), alike on SQLite and
 PostgreSQL. Decisions are read from the `decision` table (`gateway.store.decided`: one narrow
 row per decided request, written with the decision), never from the requests' content: each
-count from an index whose leading columns are its GROUP BY, so a period's rows arrive grouped
-and are never sorted or hashed; the times in one pass over the rows.
+count from an index led by the day and then its GROUP BY, so a period is a range of it whose
+entries arrive grouped, never sorted or hashed; the times in one pass over the rows (no index
+holds the routes, so that pass reads every decision, whatever the period).
 
 - `outcomes`: decisions by UTC day, outcome and function (per day; most rejected).
 - `decision_groups`: decisions by who decided (people's answers; what rules and standing
@@ -34,6 +35,7 @@ from gateway.seam.insights import Timing
 from gateway.store import tables
 from gateway.store.decided import DECIDER_FIELDS, DecidedBy
 from gateway.store.metrics import rows
+from gateway.store.values import as_utc
 from gateway.vocabulary import AnsweredIn
 
 # Pending-age buckets: the requests younger than each of these (seconds), youngest first;
@@ -104,8 +106,8 @@ def _d(name: str) -> ColumnClause[Any]:
 
 def _decisions(conn: Connection, index: str | None) -> TextClause:
     """The decision table, read through `index` on SQLite (None: the table itself): each
-    index leads with its query's GROUP BY, so rows arrive grouped and are never sorted, and
-    SQLite's planner, given statistics, would rather skip-scan another one."""
+    index leads with the day and its query's GROUP BY, so rows arrive grouped and are never
+    sorted, and SQLite's planner, given statistics, would rather skip-scan another one."""
     if conn.dialect.name != "sqlite":
         return sa.text("decision")  # PostgreSQL: `_in_index_order` does the same
     return sa.text(f"decision INDEXED BY {index}" if index else "decision NOT INDEXED")
@@ -119,17 +121,25 @@ def _in_index_order(conn: Connection) -> Iterator[None]:
     if conn.dialect.name != "postgresql":
         yield
         return
-    conn.exec_driver_sql("SET enable_hashagg = off")
-    conn.exec_driver_sql("SET enable_seqscan = off")
     try:
+        conn.exec_driver_sql("SET enable_hashagg = off")
+        conn.exec_driver_sql("SET enable_seqscan = off")
         yield
-    finally:  # the reader's connection serves other reads next
-        conn.exec_driver_sql("RESET enable_hashagg")
-        conn.exec_driver_sql("RESET enable_seqscan")
+    finally:  # the reader's connection serves other reads next: as it was, or not at all
+        if not conn.invalidated:  # a lost connection is replaced (and its error kept)
+            try:
+                conn.exec_driver_sql("RESET enable_hashagg; RESET enable_seqscan")
+            except sa.exc.DBAPIError:
+                conn.invalidate()
 
 
 def _decided_in(period: Period) -> list[ColumnElement[bool]]:
+    """The period's decisions; its days too, which lead the indexes: only the period's
+    entries are read, however long the table."""
+    last = as_utc(period.until) - timedelta(microseconds=1)
     return [
+        _d("day") >= as_utc(period.since).date().isoformat(),
+        _d("day") <= last.date().isoformat(),
         _of_projects(period.projects, _d("project_id")),
         _d("decided_at") >= period.since,
         _d("decided_at") < period.until,
@@ -142,7 +152,7 @@ def _decided_in(period: Period) -> list[ColumnElement[bool]]:
 def outcomes(conn: Connection, period: Period) -> list[tuple[str, str, str | None, int]]:
     """(UTC day `YYYY-MM-DD`, outcome, fn (None for a question), decisions). The outcome is
     the status, but `EXPIRED` for a function call the gateway rejected at its deadline."""
-    grouped = [_d("fn"), _d("status"), _d("decided_by"), _d("day")]
+    grouped = [_d("day"), _d("fn"), _d("status"), _d("decided_by")]
     query = (
         sa.select(*grouped, sa.func.count())
         .select_from(_decisions(conn, "ix_decision_outcomes"))
@@ -152,7 +162,7 @@ def outcomes(conn: Connection, period: Period) -> list[tuple[str, str, str | Non
     counted: Counter[tuple[str, str, str | None]] = Counter()
     with _in_index_order(conn):
         found = rows(conn, query)
-    for fn, status, by, day, n in found:
+    for day, fn, status, by, n in found:
         ran_out = status == Status.REJECTED and by == DecidedBy.DEADLINE
         counted[str(day), EXPIRED if ran_out else str(status), fn] += int(n)
     return [(day, outcome, fn, n) for (day, outcome, fn), n in counted.items()]
@@ -162,7 +172,7 @@ def decision_groups(conn: Connection, period: Period) -> list[DecisionGroup]:
     """Decisions grouped by who made them (`decision.decider`). `without_vote`: a person's
     answer decided it alone, not a vote under a policy (`answers.decisions.submit` votes on
     approvals and rejections only, so a reply to a question under a policy is no vote)."""
-    grouped = [_d("decider"), _d("alone"), _d("status")]
+    grouped = [_d("day"), _d("decider"), _d("alone"), _d("status")]
     query = (
         sa.select(*grouped, sa.func.count())
         .select_from(_decisions(conn, "ix_decision_deciders"))
@@ -171,9 +181,12 @@ def decision_groups(conn: Connection, period: Period) -> list[DecisionGroup]:
     )
     with _in_index_order(conn):
         found = rows(conn, query)
+    groups: Counter[tuple[str, bool, str]] = Counter()
+    for _day, decider, alone, status, n in found:  # grouped by day too: the index's order
+        groups[decider, bool(alone), str(status)] += int(n)
     return [
-        DecisionGroup(_who(decider), bool(alone), str(status), int(n))
-        for decider, alone, status, n in found
+        DecisionGroup(_who(decider), alone, status, n)
+        for (decider, alone, status), n in groups.items()
     ]
 
 

@@ -97,16 +97,19 @@ class Request(SQLModel, table=True):
 
 class Decision(SQLModel, table=True):
     """One row per decided request, written with the decision: what the console's insights
-    count, narrow and indexed so that a period's figures are read from an index alone (each
-    index's leading columns are one query's GROUP BY: no sort), never from the requests'
-    content (`gateway.store.decided`)."""
+    count, narrow and indexed so that a period's counts are read from an index alone (each
+    index leads with the day, then the rest of one query's GROUP BY: a period is a range of
+    it, read in group order, never sorted), never from the requests' content
+    (`gateway.store.decided`)."""
 
     __tablename__ = "decision"
     __table_args__ = (
         sa.Index(
-            "ix_decision_outcomes", "fn", "status", "decided_by", "day", "project_id", "decided_at"
+            "ix_decision_outcomes", "day", "fn", "status", "decided_by", "project_id", "decided_at"
         ),
-        sa.Index("ix_decision_deciders", "decider", "alone", "status", "project_id", "decided_at"),
+        sa.Index(
+            "ix_decision_deciders", "day", "decider", "alone", "status", "project_id", "decided_at"
+        ),
     )
 
     rid: str = Field(primary_key=True, foreign_key="request.rid", max_length=32)

@@ -12,8 +12,9 @@ def utcnow() -> datetime:
 
 
 def as_utc(value: datetime) -> datetime:
-    """SQLite hands datetimes back naive; everything stored is UTC."""
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+    """In UTC: SQLite hands datetimes back naive (everything stored is UTC), PostgreSQL in
+    its session's time zone, which need not be UTC."""
+    return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def dumps(value: Any) -> str:

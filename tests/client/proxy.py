@@ -33,6 +33,7 @@ class FlakyProxy(FakeServer):
     retry_after: str = "1"
     script: dict[str, list[str]] = field(default_factory=dict)  # "POST /path" -> outcomes
     forged: dict[str, Any] = field(default_factory=dict)
+    forged_at: dict[str, dict[str, Any]] = field(default_factory=dict)  # "GET /path": its own
     seen: list[Seen] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -63,7 +64,8 @@ class FlakyProxy(FakeServer):
         answer = await self._forward(request)
         if seen.outcome == FORGE:
             assert isinstance(answer.body, bytes)  # _forward's, as the gateway sent it
-            answer.body = json.dumps({**json.loads(answer.body), **self.forged}).encode()
+            fields = self.forged_at.get(f"{request.method} {request.path}", self.forged)
+            answer.body = json.dumps({**json.loads(answer.body), **fields}).encode()
         if seen.outcome == DROP and request.transport is not None:
             request.transport.abort()  # the gateway has acted; its answer is lost
         return answer

@@ -6,14 +6,18 @@ the gateway's own words and never retried."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import jwt
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from gateway.seam import Answered, Verb
 from hitl_client import ApiError, AsyncClient, Client, FunctionCall, Unavailable, _wire
+from hitl_client.receipts import kwargs_hash
 from tests.client.helpers import FAST_RETRY, AnyClient, close, make_client, responder_key, run
 from tests.client.proxy import BUSY, DROP, FORGE, FlakyProxy
 from tests.factories import rid_of
@@ -260,6 +264,62 @@ async def test_verify_receipt_refuses_another_projects_genuine_approval(
         assert len(proxy.of("GET", "/humanlayer/v1/project")) == 1  # asked once, then kept
     finally:
         for each in (elsewhere, lenient, client):
+            await close(each)
+
+
+def attackers_receipt(call_id: str, fn: str, kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """A receipt an attacker signs with a key of their own for this call, and the JWKS
+    that holds that key."""
+    key = Ed25519PrivateKey.generate()
+    public = json.loads(jwt.algorithms.OKPAlgorithm.to_jwk(key.public_key())) | {"kid": "evil"}
+    claims = {
+        "v": 1,
+        "call_id": call_id,
+        "project": "default",
+        "fn": fn,
+        "kwargs_sha256": kwargs_hash(kwargs),
+        "decision": "approved",
+    }
+    receipt = jwt.encode(claims, key, algorithm="EdDSA", headers={"kid": "evil"})
+    return receipt, {"keys": [public]}
+
+
+async def test_pinned_keys_refuse_an_approval_whose_forger_also_serves_the_keys(
+    gateway: RunningGateway, proxy: FlakyProxy, flavor: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The attack: the man in the middle forges the approval, signs a receipt with a key of
+    their own and serves that key as the gateway's JWKS. Keys fetched through him prove
+    nothing; keys pinned from a trusted place (here, straight from the gateway) refuse it."""
+    monkeypatch.setattr(_wire, "new_call_id", lambda: "mitm-call")  # the forger sees it pass
+    trusted = make_client(flavor, gateway.api_base, await gateway.new_key("default"))
+    keys = await run(trusted, "jwks")
+    fetched = await agent(gateway, flavor, proxy.base_url)
+    key = await gateway.new_key("default", name="pinned agent")
+    pinned = make_client(
+        flavor, proxy.base_url + "/humanlayer/v1", key, run_id="r1", jwks=keys, project="default"
+    )
+    ran, func = sender(fetched)
+    receipt, evil_keys = attackers_receipt("mitm-call", func.__name__, {"to": "mallory"})
+    forged = {"gateway_status": "approved", "status": {"approved": True}, "receipt": receipt}
+    proxy.forged_at = {"POST /humanlayer/v1/function_calls": forged}
+    proxy.forged_at["GET /.well-known/jwks.json"] = evil_keys
+    try:
+        proxy.fail("POST", "/humanlayer/v1/function_calls", FORGE)
+        proxy.fail("GET", "/.well-known/jwks.json", FORGE)
+        fooled = fetched.require_approval(channel=SLACK, timeout=30, verify_receipt=True)(func)
+        assert await _call(fooled, fetched, "mallory") == "sent to mallory"  # what pinning stops
+        assert not proxy.of("GET", "/.well-known/jwks.json")[0].headers.get("Authorization")
+
+        asked = len(proxy.seen)
+        proxy.fail("POST", "/humanlayer/v1/function_calls", FORGE)
+        checked = pinned.require_approval(channel=SLACK, timeout=30, verify_receipt=True)(func)
+        refused = await _call(checked, pinned, "mallory")
+        assert isinstance(refused, str) and "signed by key 'evil'" in refused
+        assert ran == ["mallory"]  # only the unpinned client ran it
+        paths = [seen.path for seen in proxy.seen[asked:]]
+        assert paths == ["/humanlayer/v1/function_calls"]  # pinned: no keys or project asked
+    finally:
+        for each in (trusted, fetched, pinned):
             await close(each)
 
 

@@ -6,9 +6,14 @@ import re
 from pathlib import Path
 
 import httpx
+import pytest
 
 from channels.email import tokens
 from channels.email.channel import KEY_PURPOSE
+from gateway.errors import Conflict
+from gateway.escalation import escalate
+from gateway.store import requests as request_store
+from gateway.wire.models import Escalation
 from tests.channels.email.helpers import (
     ALICE,
     BOB,
@@ -248,3 +253,27 @@ async def test_the_emails_link_lets_its_recipient_decide_from_the_page_only_by_p
         "email": ALICE,
         "by": "link",  # through her email's link, not a console sign-in
     }
+
+
+async def test_an_escalation_of_a_request_decided_meanwhile_changes_nothing(
+    tmp_path: Path, smtp_sink: SmtpSink, request_factory: RequestFactory
+) -> None:
+    """The race: the escalation read the request pending, then a decision landed before it
+    wrote. It is refused (409) inside its own transaction: no route, event or email."""
+    allowed = {"email_allowed_domains": "example.org"}
+    async with email_gateway(tmp_path, email_settings(smtp_sink), **allowed) as gw:
+        made = await request_factory(gw, "raced", channel=to_alice(), settle=True)
+        stale = await gw.core.db.read(request_store.get_by_rid, made.rid)
+        assert stale is not None and stale.status == "pending"
+        async with gw.client() as client:
+            body = {"approved": False, "comment": "no"}
+            assert (await client.post("/agent/function_calls/raced/respond", json=body)).is_success
+        escalation = Escalation(escalation_msg="please", channel={"email": {"address": BOB}})
+        with pytest.raises(Conflict, match="already rejected"):
+            await escalate(gw.core, stale, escalation)
+        after = await gw.core.db.read(request_store.get_by_rid, made.rid)
+        trail = await events(gw, "raced")
+        await eventually(lambda: outbox_idle(gw))
+    assert after is not None and after.route_json == stale.route_json
+    assert "escalated" not in [e["type"] for e in trail["events"]]
+    assert not [m for m in smtp_sink.messages if BOB in m.rcpt_tos]  # the escalation's

@@ -50,12 +50,12 @@ def upgrade() -> None:
     op.create_index(
         "ix_decision_outcomes",
         "decision",
-        ["fn", "status", "decided_by", "day", "project_id", "decided_at"],
+        ["day", "fn", "status", "decided_by", "project_id", "decided_at"],
     )
     op.create_index(
         "ix_decision_deciders",
         "decision",
-        ["decider", "alone", "status", "project_id", "decided_at"],
+        ["day", "decider", "alone", "status", "project_id", "decided_at"],
     )
 
 
@@ -98,9 +98,7 @@ def _facts(row: Any) -> dict[str, Any]:
         by = "rule" if info.get("rule") else "deadline"
     else:
         by = "grant" if channel == "grant" else "person"
-    who = {
-        key: str(info[key])[:DECIDER_TEXT] for key in DECIDER_FIELDS if info.get(key) is not None
-    }
+    who = {key: _short(info[key]) for key in DECIDER_FIELDS if info.get(key) is not None}
     return {
         "rid": row["rid"],
         "project_id": row["project_id"],
@@ -110,15 +108,22 @@ def _facts(row: Any) -> dict[str, Any]:
         "fn": row["fn"],
         "decided_by": by,
         "answered_in": None if channel is None else str(channel),
-        "decider": json.dumps(who, sort_keys=True, separators=(",", ":")),
+        "decider": json.dumps(who, sort_keys=True, separators=(",", ":"), ensure_ascii=False),
         "alone": row["policy_json"] is None or row["status"] == "responded",
-        "took_ms": (decided_at - _utc(row["requested_at"])) // timedelta(milliseconds=1),
+        "took_ms": max((decided_at - _utc(row["requested_at"])) // timedelta(milliseconds=1), 0),
         "route_json": row["route_json"],
     }
 
 
 def _utc(value: datetime | str) -> datetime:
-    """SQLite hands timestamps back naive (or, through a lightweight table, as text)."""
+    """In UTC: SQLite hands timestamps back naive (or, through a lightweight table, as text),
+    PostgreSQL in its session's time zone."""
     if isinstance(value, str):
         value = datetime.fromisoformat(value)
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+    return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _short(value: Any) -> str:
+    """At most DECIDER_TEXT characters of UTF-8 (a lone surrogate becomes "?"): with the
+    JSON unescaped, seven such values stay well under PostgreSQL's index entry limit."""
+    return str(value)[:DECIDER_TEXT].encode("utf-8", "replace").decode("utf-8")

@@ -11,6 +11,7 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -51,7 +52,7 @@ from tests.conftest import missing_service
 from tests.factories import rid_of
 from tests.helpers import add_webhook, eventually
 from tests.services.inprocess import RunningGateway
-from tests.services.net import free_port
+from tests.services.net import bound_socket, port_of
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -300,10 +301,10 @@ async def test_an_async_graph_resumes_every_waiting_thread_of_its_run(
 
 
 @asynccontextmanager
-async def serving(app: WebhookHandler, port: int) -> AsyncIterator[None]:
-    """`app` under uvicorn on 127.0.0.1:`port`."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    task = asyncio.create_task(server.serve())
+async def serving(app: WebhookHandler, listening: socket.socket) -> AsyncIterator[None]:
+    """`app` under uvicorn on the `listening` socket (`bound_socket`)."""
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    task = asyncio.create_task(server.serve(sockets=[listening]))
 
     async def started() -> bool:
         return server.started
@@ -331,11 +332,12 @@ async def test_the_gateways_webhook_resumes_the_thread_and_a_bad_signature_is_re
 ) -> None:
     gateway, config = sqlite_gateway, thread("t-hook")
     effects = tmp_path / "effects.txt"
-    port = free_port()
+    listening = bound_socket()
+    port = port_of(listening)
     url = f"http://127.0.0.1:{port}/hooks/langgraph"
     secret = await add_webhook(gateway, url)
     with deploy_graph(gateway, agent_key, tmp_path) as (graph, client):
-        async with serving(WebhookHandler(Resumer(graph, client), secret), port):
+        async with serving(WebhookHandler(Resumer(graph, client), secret), listening):
             [call_id] = await pause(graph, config, {"env": "prod"})
             decided = await person.respond_function_call(call_id, approved=True)
 

@@ -24,7 +24,7 @@ from gateway.runtime.logs import ACCESS_LOGGER, install_access_log_filter
 from gateway.seam import ChannelContext, ChannelName
 from gateway.settings import Settings
 from gateway.vocabulary import KeyScope
-from tests.services.net import free_port
+from tests.services.net import bound_socket, port_of
 
 # httpx builds an SSL context per client (~100 ms); tests open many clients.
 SHARED_SSL = ssl.create_default_context()
@@ -94,7 +94,8 @@ async def running_gateway(
     """The gateway on a free port, with `channels` built by these factories instead of the
     registry's; with `access_log`, its access lines are appended there."""
     core = build_core(settings, {**REGISTRY, **(channels or {})})
-    port = free_port()
+    listening = bound_socket()  # handed to uvicorn: its port cannot be taken meanwhile
+    port = port_of(listening)
     config = uvicorn.Config(
         serving_app(core),
         host="127.0.0.1",
@@ -111,7 +112,7 @@ async def running_gateway(
         access.addHandler(capture)
         access.setLevel(logging.INFO)  # this server's log_level is "warning"
     server = Server(config, core)  # as `gateway serve`: long-polls and live pages end at once
-    task = asyncio.create_task(server.serve())
+    task = asyncio.create_task(server.serve(sockets=[listening]))
     try:
         while not server.started:  # uvicorn offers no event to await for this
             if task.done():
@@ -123,6 +124,7 @@ async def running_gateway(
     finally:
         server.should_exit = True
         await task
+        listening.close()
         if capture is not None:
             access.removeHandler(capture)
             access.setLevel(level)

@@ -37,7 +37,7 @@ from gateway.wire.models import FunctionCallIn
 from tests.factories import request_body
 from tests.helpers import eventually, follow_console_events
 from tests.services.inprocess import RunningGateway, test_settings
-from tests.services.net import free_port
+from tests.services.net import bound_socket, port_of
 
 LONG_POLLS = 50
 PROMPTLY = 2.0  # seconds: a long-poll of 50 s, or a stream of 300 s, ends well within this
@@ -189,12 +189,11 @@ async def test_the_writer_commits_what_was_queued_and_refuses_what_comes_after(
 @asynccontextmanager
 async def serving(core: Core) -> AsyncIterator[tuple[Server, asyncio.Task[None], RunningGateway]]:
     """`gateway serve`'s server, on a free port, in this event loop."""
-    port = free_port()
-    config = uvicorn.Config(
-        serving_app(core), host="127.0.0.1", port=port, log_level="warning", lifespan="on"
-    )
+    listening = bound_socket()
+    port = port_of(listening)
+    config = uvicorn.Config(serving_app(core), log_level="warning", lifespan="on")
     server = Server(config, core)
-    served = asyncio.create_task(server.serve())
+    served = asyncio.create_task(server.serve(sockets=[listening]))
 
     async def started() -> bool:
         if served.done():

@@ -24,7 +24,7 @@ from gateway.runtime.logs import ACCESS_LOGGER, install_access_log_filter
 from gateway.seam import ChannelContext, ChannelName
 from gateway.settings import Settings
 from gateway.vocabulary import KeyScope
-from tests.services.net import bound_socket, port_of
+from tests.services.net import free_port
 
 # httpx builds an SSL context per client (~100 ms); tests open many clients.
 SHARED_SSL = ssl.create_default_context()
@@ -93,17 +93,6 @@ async def running_gateway(
 ) -> AsyncIterator[RunningGateway]:
     """The gateway on a free port, with `channels` built by these factories instead of the
     registry's; with `access_log`, its access lines are appended there."""
-    core = build_core(settings, {**REGISTRY, **(channels or {})})
-    listening = bound_socket()  # handed to uvicorn: its port cannot be taken meanwhile
-    port = port_of(listening)
-    config = uvicorn.Config(
-        serving_app(core),
-        host="127.0.0.1",
-        port=port,
-        log_level="warning",
-        lifespan="on",
-        timeout_graceful_shutdown=2,
-    )
     install_access_log_filter()  # as `gateway serve` does
     access = logging.getLogger(ACCESS_LOGGER)
     capture = AccessLines(access_log) if access_log is not None else None
@@ -111,23 +100,65 @@ async def running_gateway(
     if capture is not None:
         access.addHandler(capture)
         access.setLevel(logging.INFO)  # this server's log_level is "warning"
-    server = Server(config, core)  # as `gateway serve`: long-polls and live pages end at once
-    task = asyncio.create_task(server.serve(sockets=[listening]))
     try:
-        while not server.started:  # uvicorn offers no event to await for this
-            if task.done():
-                task.result()
-            await asyncio.sleep(0.01)
-        # The operator's key: tests of what an agent's key may do make agent keys (new_key).
-        key = await bootstrap.create_key(core, project="default", name="test", scope=KeyScope.ADMIN)
-        yield RunningGateway(core=core, base_url=f"http://127.0.0.1:{port}", api_key=key.key)
+        for attempt in range(PORT_ATTEMPTS):
+            core = build_core(settings, {**REGISTRY, **(channels or {})})
+            port = free_port()
+            server = Server(_config(core, port), core)  # as `gateway serve` does
+            task = asyncio.create_task(_serve(server))
+            if await _started(server, task, last=attempt == PORT_ATTEMPTS - 1):
+                break
+        try:
+            # The operator's key: tests of what an agent's key may do make agent keys.
+            made = await bootstrap.create_key(
+                core, project="default", name="test", scope=KeyScope.ADMIN
+            )
+            yield RunningGateway(core=core, base_url=f"http://127.0.0.1:{port}", api_key=made.key)
+        finally:
+            server.should_exit = True
+            await task
     finally:
-        server.should_exit = True
-        await task
-        listening.close()
         if capture is not None:
             access.removeHandler(capture)
             access.setLevel(level)
+
+
+# A port looked up free may be taken by another test worker before uvicorn binds it; uvicorn
+# then exits (SystemExit), which must not reach pytest-asyncio: try another port instead.
+PORT_ATTEMPTS = 3
+
+
+def _config(core: Core, port: int) -> uvicorn.Config:
+    return uvicorn.Config(
+        serving_app(core),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        lifespan="on",
+        timeout_graceful_shutdown=2,
+    )
+
+
+async def _serve(server: Server) -> bool:
+    """`server.serve()`; False when uvicorn exited (SystemExit escaping a task would stop
+    the test's event loop itself)."""
+    try:
+        await server.serve()
+    except SystemExit:
+        return False
+    return True
+
+
+async def _started(server: Server, task: asyncio.Task[bool], *, last: bool) -> bool:
+    """True once `server` listens; False when it gave up (its port was taken), unless this
+    was the last attempt, which raises."""
+    while not server.started:  # uvicorn offers no event to await for this
+        if task.done():
+            if task.result() is False and last:
+                raise RuntimeError("the test gateway did not start: its ports were taken")
+            return False
+        await asyncio.sleep(0.01)
+    return True
 
 
 def write_config(path: Path, text: str) -> Path:

@@ -93,6 +93,14 @@ async def running_gateway(
 ) -> AsyncIterator[RunningGateway]:
     """The gateway on a free port, with `channels` built by these factories instead of the
     registry's; with `access_log`, its access lines are appended there."""
+    for attempt in range(PORT_ATTEMPTS):
+        core = build_core(settings, {**REGISTRY, **(channels or {})})
+        port = free_port()
+        server = Server(_config(core, port), core)  # as `gateway serve` does
+        task = asyncio.create_task(_serve(server))
+        if await _started(server, task, last=attempt == PORT_ATTEMPTS - 1):
+            break
+    # After uvicorn's Config, which sets up its loggers afresh.
     install_access_log_filter()  # as `gateway serve` does
     access = logging.getLogger(ACCESS_LOGGER)
     capture = AccessLines(access_log) if access_log is not None else None
@@ -101,23 +109,12 @@ async def running_gateway(
         access.addHandler(capture)
         access.setLevel(logging.INFO)  # this server's log_level is "warning"
     try:
-        for attempt in range(PORT_ATTEMPTS):
-            core = build_core(settings, {**REGISTRY, **(channels or {})})
-            port = free_port()
-            server = Server(_config(core, port), core)  # as `gateway serve` does
-            task = asyncio.create_task(_serve(server))
-            if await _started(server, task, last=attempt == PORT_ATTEMPTS - 1):
-                break
-        try:
-            # The operator's key: tests of what an agent's key may do make agent keys.
-            made = await bootstrap.create_key(
-                core, project="default", name="test", scope=KeyScope.ADMIN
-            )
-            yield RunningGateway(core=core, base_url=f"http://127.0.0.1:{port}", api_key=made.key)
-        finally:
-            server.should_exit = True
-            await task
+        # The operator's key: tests of what an agent's key may do make agent keys (new_key).
+        key = await bootstrap.create_key(core, project="default", name="test", scope=KeyScope.ADMIN)
+        yield RunningGateway(core=core, base_url=f"http://127.0.0.1:{port}", api_key=key.key)
     finally:
+        server.should_exit = True
+        await task
         if capture is not None:
             access.removeHandler(capture)
             access.setLevel(level)

@@ -371,6 +371,8 @@ def summarize(raw: Path, creates: int, rate: int, top: int) -> None:
     loop_samples = 0
     for line in raw.read_text().splitlines():
         stack, _, count = line.rpartition(" ")
+        if not count.isdigit():  # py-spy's line for a thread it caught outside any frame
+            continue
         frames = [re.sub(r":\d+\)$", ")", frame) for frame in stack.split(";")]
         thread = re.sub(r"[-_]\d+$", "", frames[0].split(": ", 1)[-1])
         per_thread[thread] += int(count)

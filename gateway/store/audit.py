@@ -20,15 +20,16 @@ hash stands in for the content (in a redacted event, any field of exactly that s
 read so). Only whole top-level fields are redacted; `rid`, `type`, `at` and the link columns
 never change, and no event is deleted.
 
-No fork across replicas, and no deadlock: an event is inserted unlinked (its `hash` holds
-its transaction's pending token) and `seal` links the transaction's events just before it
-commits, with each project's head row locked (SELECT … FOR UPDATE, project id order, at this
-one point of the transaction). The head lock makes the project's writers take turns for
-`seq`, from any replica; taken last and in one order, it never waits in a cycle with the
-request locks the writer orders by key (`gateway.store.writer`), nor with another
-transaction's head locks. (Linking at insert would hold the head lock from a batch's first
-event on, while its later writes take request locks: two batches could wait on each other.)
-The unique index on (project_id, seq) refuses a fork outright.
+No fork across replicas, and no deadlock: a new event is queued in its transaction
+(`queue`), and `seal` links the transaction's events and inserts them, in one statement,
+just before it commits, with each project's head row locked (SELECT … FOR UPDATE, project
+id order, at this one point of the transaction). The head lock makes the project's writers
+take turns for `seq`, from any replica; taken last and in one order, it never waits in a
+cycle with the request locks the writer orders by key (`gateway.store.writer`), nor with
+another transaction's head locks. (Linking as each event is written would hold the head
+lock from a batch's first event on, while its later writes take request locks: two batches
+could wait on each other.) A write that reads its request's trail sees the queued events
+too (`queued`). The unique index on (project_id, seq) refuses a fork outright.
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -46,7 +46,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
-from gateway.store import locks, tables
+from gateway.store import driver, locks, tables
 from gateway.store.canonical import canonical, sha256_hex
 from gateway.store.values import as_utc, dumps
 from gateway.vocabulary import AuditEvent
@@ -69,7 +69,7 @@ CHAINED = True
 _event = tables.RequestEvent.__table__  # type: ignore[attr-defined]
 _head = tables.AuditHead.__table__  # type: ignore[attr-defined]
 _request = tables.Request.__table__  # type: ignore[attr-defined]
-_PENDING = "audit_pending"  # this connection's pending token, in Connection.info
+_QUEUED = "audit_queued"  # the transaction's new events, in Connection.info, until `seal`
 _HEX = re.compile(r"[0-9a-f]{64}")
 
 # --- the rule --------------------------------------------------------------------------
@@ -135,49 +135,51 @@ def _stored_hash(value: Any) -> str | None:
 
 @dataclass(frozen=True)
 class NewEvent:
-    """An audit event as `add_events` inserts it, and its digest."""
+    """An audit event as `add_events` queues it, and its digest."""
 
     row: dict[str, Any]
     digest: str | None
 
 
-def new_event(
-    conn: Connection, rid: str, type_: str, detail: dict[str, Any], at: datetime
-) -> NewEvent:
-    """The row of a new event, unlinked: `seal` links it as its transaction commits."""
+def new_event(rid: str, type_: str, detail: dict[str, Any], at: datetime) -> NewEvent:
+    """The row of a new event, not yet linked: `seal` links and inserts it as its
+    transaction commits."""
     text = dumps(detail)
     row = {"rid": rid, "type": type_, "detail_json": text, "at": at}
     if not CHAINED:
         return NewEvent(row, None)
     # Hashed as it reads back (tuples become lists, keys strings), so verify agrees.
     digest = event_digest(rid, type_, at, json.loads(text))
-    return NewEvent(row | {"digest": digest, "hash": _pending(conn)}, digest)
+    return NewEvent(row | {"digest": digest}, digest)
 
 
-def _pending(conn: Connection) -> str:
-    """This transaction's token: its events are those `seal` finds holding it. A rolled
-    back attempt's events are gone with it, so the token may outlive one."""
-    token: str | None = conn.info.get(_PENDING)
-    if token is None:
-        token = conn.info[_PENDING] = "pending:" + secrets.token_hex(12)
-    return token
+def queue(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
+    """Hold new events until the transaction commits (`seal`)."""
+    conn.info.setdefault(_QUEUED, []).extend(rows)
 
 
-_UNSEALED = (
-    sa.select(_event.c.id, _event.c.digest, _request.c.project_id)
-    .join(_request, _request.c.rid == _event.c.rid)
-    .where(_event.c.project_id.is_(None), _event.c.hash == sa.bindparam("token"))
-    .order_by(_event.c.id)
+def queued(conn: Connection, rid: str) -> list[dict[str, Any]]:
+    """The request's events this transaction has queued (a write reading its trail)."""
+    return [row for row in conn.info.get(_QUEUED, ()) if row["rid"] == rid]
+
+
+def discard(conn: Connection) -> None:
+    """Forget the queued events: their transaction was rolled back (the writer's next
+    attempt queues them again)."""
+    conn.info.pop(_QUEUED, None)
+
+
+_PROJECT_OF = sa.select(_request.c.rid, _request.c.project_id).where(
+    _request.c.rid.in_(sa.bindparam("rids", expanding=True))
 )
 _HEAD = sa.select(_head.c.seq, _head.c.hash).where(_head.c.project_id == sa.bindparam("p"))
 _NEW_HEAD = {
     "sqlite": sqlite.insert(_head).on_conflict_do_nothing(),
     "postgresql": postgresql.insert(_head).on_conflict_do_nothing(),
 }
-# Straight to the driver, many rows at once: SQLAlchemy's per-row parameter handling would
-# cost more than the statement (the writer's BEGIN and COMMIT go the same way).
-_LINK = "UPDATE request_event SET project_id = ?, seq = ?, prev_hash = ?, hash = ? WHERE id = ?"
-_DRIVER_MARK = {"qmark": "?", "format": "%s", "pyformat": "%s"}
+_COLUMNS = ("rid", "type", "detail_json", "at", "redacted_at")
+_LINK_COLUMNS = ("project_id", "seq", "digest", "prev_hash", "hash")
+_INSERT = driver.Insert(_event, _COLUMNS + _LINK_COLUMNS)
 _MOVE_HEAD = (
     sa.update(_head)
     .where(_head.c.project_id == sa.bindparam("p"))
@@ -186,27 +188,32 @@ _MOVE_HEAD = (
 
 
 def seal(conn: Connection) -> None:
-    """Link this transaction's new events into their projects' chains. Called once per
-    transaction, just before its commit (`gateway.store.engine`'s batch hooks)."""
-    token = conn.info.pop(_PENDING, None)
-    if token is None:
+    """Link this transaction's queued events into their projects' chains and insert them,
+    in one statement. Called once per transaction, just before its commit
+    (`gateway.store.engine`'s batch hooks)."""
+    rows = conn.info.pop(_QUEUED, None)
+    if not rows:
         return
-    unsealed = conn.execute(_UNSEALED, {"token": token}).all()
-    if not unsealed:
-        return
-    heads = {project_id: _lock_head(conn, project_id) for project_id in sorted(_projects(unsealed))}
-    links = []
-    for event_id, digest, project_id in unsealed:
+    if CHAINED:
+        _link(conn, rows)
+    _INSERT.many(conn, [_UNLINKED | row for row in rows])
+
+
+_UNLINKED = dict.fromkeys((*_LINK_COLUMNS, "redacted_at"))
+
+
+def _link(conn: Connection, rows: list[dict[str, Any]]) -> None:
+    """Give each row its project, place and link, in order; move the heads."""
+    rids = sorted({row["rid"] for row in rows})
+    project_of = {rid: int(p) for rid, p in conn.execute(_PROJECT_OF, {"rids": rids}).all()}
+    heads = {p: _lock_head(conn, p) for p in sorted(set(project_of.values()))}
+    for row in rows:
+        project_id = project_of[row["rid"]]
         seq, prev = heads[project_id]
-        link = link_hash(project_id, seq + 1, prev, digest)
-        links.append((project_id, seq + 1, prev, link, event_id))
+        link = link_hash(project_id, seq + 1, prev, row["digest"])
+        row.update(project_id=project_id, seq=seq + 1, prev_hash=prev, hash=link)
         heads[project_id] = (seq + 1, link)
-    conn.exec_driver_sql(_LINK.replace("?", _DRIVER_MARK[conn.dialect.paramstyle]), links)
     conn.execute(_MOVE_HEAD, [{"p": p, "s": seq, "h": h} for p, (seq, h) in heads.items()])
-
-
-def _projects(unsealed: Sequence[sa.Row[Any]]) -> set[int]:
-    return {int(row.project_id) for row in unsealed}
 
 
 def _lock_head(conn: Connection, project_id: int) -> tuple[int, str]:
@@ -228,7 +235,7 @@ def redact_events(
     events changed."""
     names = CONTENT_FIELDS if names is None else names
     columns = (_event.c.id, _event.c.type, _event.c.detail_json, _event.c.redacted_at)
-    changed = []
+    changed, changed_queued = [], 0
     for event_id, type_, detail_json, redacted_at in conn.execute(
         sa.select(*columns).where(_event.c.rid == rid)
     ).all():
@@ -237,6 +244,12 @@ def redact_events(
         if fields:
             hidden = redacted(detail, fields, already=redacted_at is not None)
             changed.append({"event_id": event_id, "detail": dumps(hidden), "when": at})
+    for row in queued(conn, rid):  # written earlier in this transaction, inserted at commit
+        detail = json.loads(row["detail_json"])
+        fields = [name for name in names.get(row["type"], ()) if name in detail]
+        if fields:
+            row.update(detail_json=dumps(redacted(detail, fields)), redacted_at=at)
+            changed_queued += 1
     if changed:
         update = sa.update(_event).where(_event.c.id == sa.bindparam("event_id"))
         values: dict[str, Any] = {
@@ -244,7 +257,7 @@ def redact_events(
             "redacted_at": sa.bindparam("when"),
         }
         conn.execute(update.values(values), changed)
-    return len(changed)
+    return len(changed) + changed_queued
 
 
 # --- checkpoints -----------------------------------------------------------------------

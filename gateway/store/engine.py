@@ -106,7 +106,14 @@ def make_engine(url: str, *, for_migrations: bool = False) -> Engine:
     return engine
 
 
-class _SqliteHooks(BatchHooks):
+class _AuditHooks(BatchHooks):
+    """New audit events wait in the transaction and are sealed as it commits."""
+
+    def after_begin(self, conn: Connection) -> None:
+        audit.discard(conn)  # those of an attempt that was rolled back
+
+
+class _SqliteHooks(_AuditHooks):
     """The change feed: other processes (the CLI) learn what this one changed, and back."""
 
     begin_sql = "BEGIN IMMEDIATE"
@@ -123,7 +130,7 @@ class _SqliteHooks(BatchHooks):
 _NOTIFY = sa.select(sa.func.pg_notify(CHANGES_CHANNEL, sa.bindparam("payload")))
 
 
-class _PostgresHooks(BatchHooks):
+class _PostgresHooks(_AuditHooks):
     """NOTIFY is sent by PostgreSQL at commit: every replica hears of the batch."""
 
     def before_commit(self, conn: Connection, changes: Changes) -> None:

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import fields
 from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from gateway.lifecycle import Kind, Status
-from gateway.store import audit, decided, tables
+from gateway.store import audit, decided, driver, tables
 from gateway.store.changes import request_changed
 from gateway.store.rows import DeliveryRow, EventRow, RequestRow, values
 from gateway.store.values import dumps, utcnow
@@ -29,22 +29,23 @@ def _to_request(row: sa.Row[Any] | None) -> RequestRow | None:
 
 
 # Hot statements are built once: building one costs more than running it on SQLite.
-_INSERT_NEW = {
-    "sqlite": sqlite.insert(_request).on_conflict_do_nothing().returning(_request.c.rid),
-    "postgresql": postgresql.insert(_request).on_conflict_do_nothing().returning(_request.c.rid),
-}
+_INSERT_NEW = driver.Insert(
+    _request, [f.name for f in fields(RequestRow)], skip_conflicts=True, returning="rid"
+)
 _BY_CALL_ID = sa.select(_request).where(
     _request.c.project_id == sa.bindparam("project_id"),
     _request.c.call_id == sa.bindparam("call_id"),
 )
-_INSERT_EVENT = sa.insert(_event)
-_INSERT_DELIVERY = sa.insert(_delivery).returning(_delivery.c.id)
+_INSERT_DELIVERY = driver.Insert(
+    _delivery,
+    ("rid", "channel", "target_json", "status", "error", "ref_json", "updated_at"),
+    returning="id",
+)
 
 
 def insert_request(conn: Connection, request: RequestRow) -> bool:
     """Insert unless (project, call_id) exists; False means it did (idempotent create)."""
-    result = conn.execute(_INSERT_NEW[conn.dialect.name], values(request))
-    inserted = result.first() is not None
+    inserted = _INSERT_NEW.one(conn, values(request)) is not None
     if inserted:
         request_changed(conn, request.rid)
         if request.status != Status.PENDING:  # decided at create: a rule or a grant
@@ -182,19 +183,21 @@ def add_event(
 def add_events(
     conn: Connection, rid: str, events: Sequence[tuple[AuditEvent, dict[str, Any]]]
 ) -> list[str | None]:
-    """Several audit events in one statement, the only way one is written. Returns each
+    """Several audit events, the only way one is written: they are inserted, linked into
+    their project's chain, as the transaction commits (`audit.seal`). Returns each
     one's digest, the hash of its content that its link in the project's audit chain
     covers (`gateway.store.audit`; None only when a bench turned the chain off): a receipt
     signed in this transaction can name the event by it."""
     now = utcnow()
-    new = [audit.new_event(conn, rid, type_, detail, now) for type_, detail in events]
-    conn.execute(_INSERT_EVENT, [event.row for event in new])
+    new = [audit.new_event(rid, type_, detail, now) for type_, detail in events]
+    audit.queue(conn, [event.row for event in new])
     return [event.digest for event in new]
 
 
 def list_events(conn: Connection, rid: str) -> list[EventRow]:
     query = sa.select(_event).where(_event.c.rid == rid).order_by(_event.c.id)
-    return [EventRow(**row._mapping) for row in (conn.execute(query)).all()]
+    stored = [EventRow(**row._mapping) for row in (conn.execute(query)).all()]
+    return stored + [EventRow(**row) for row in audit.queued(conn, rid)]
 
 
 def trail(
@@ -226,7 +229,7 @@ def add_delivery(
         "ref_json": None if ref is None else dumps(ref),
         "updated_at": utcnow(),
     }
-    return int(conn.execute(_INSERT_DELIVERY, values).scalar_one())
+    return int(_INSERT_DELIVERY.one(conn, values))
 
 
 def get_delivery(conn: Connection, delivery_id: int) -> DeliveryRow | None:

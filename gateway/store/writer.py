@@ -34,8 +34,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError, OperationalError
 
+from gateway.store import driver
 from gateway.store.changes import Changes, collect
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,9 @@ class BatchHooks:
     """What a dialect does around a batch (SQLite's BEGIN IMMEDIATE, PostgreSQL's NOTIFY)."""
 
     begin_sql = "BEGIN"
+
+    def after_begin(self, conn: Connection) -> None:
+        """Runs as each attempt's transaction begins (an earlier attempt's was undone)."""
 
     def before_commit(self, conn: Connection, changes: Changes) -> None:
         """Runs inside the batch's transaction, after its writes."""
@@ -180,6 +184,7 @@ class Writer:
         try:
             _raw(conn, self._hooks.begin_sql)
             begun = True
+            self._hooks.after_begin(conn)
             for index, op in enumerate(batch):
                 op.changes = Changes()
                 if not _run_one(conn, op):
@@ -294,17 +299,16 @@ def _fail(batch: list[Op], error: BaseException) -> None:
 
 def _raw(conn: Connection, sql: str) -> None:
     """A transaction-control statement straight to the driver (SQLAlchemy's execution
-    machinery costs more than the statement itself here)."""
-    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    machinery costs more than the statement itself here). Whatever the driver's error, it
+    fails as the database being unavailable (the API's 503)."""
     try:
-        cursor.execute(sql)
-    except conn.dialect.loaded_dbapi.Error as error:
-        # The driver's own error, as SQLAlchemy would have raised it (the API's 503).
-        dbapi_conn = conn.connection.dbapi_connection
-        dropped = conn.dialect.is_disconnect(error, dbapi_conn, cursor)
-        raise OperationalError(sql, None, error, connection_invalidated=dropped) from error
-    finally:
-        cursor.close()
+        driver.execute(conn, sql)
+    except DBAPIError as error:
+        if isinstance(error, OperationalError):
+            raise
+        dropped = error.connection_invalidated
+        orig = error.orig or error  # the driver's own (its SQLSTATE tells a conflict)
+        raise OperationalError(sql, None, orig, connection_invalidated=dropped) from error
 
 
 def _rollback(conn: Connection) -> None:

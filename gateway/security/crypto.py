@@ -6,6 +6,7 @@ import base64
 import hashlib
 import hmac
 import secrets
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -19,8 +20,12 @@ WEBHOOK_SECRET_PREFIX = "whsec_"
 
 
 def new_rid() -> str:
-    """An internal request id: 128 random bits, URL-safe, never the client's call_id."""
-    return secrets.token_urlsafe(16)
+    """An internal request id, URL-safe, never the client's call_id: the time in
+    milliseconds, then 80 random bits. Ids made close together share their first characters,
+    so a batch's inserts land on a few index pages instead of one random page each."""
+    stamp = time.time_ns() // 1_000_000
+    raw = stamp.to_bytes(6, "big") + secrets.token_bytes(10)
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
 
 def new_api_key() -> str:

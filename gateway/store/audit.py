@@ -43,7 +43,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from gateway.store import driver, locks, tables
@@ -169,22 +168,17 @@ def discard(conn: Connection) -> None:
     conn.info.pop(_QUEUED, None)
 
 
-_PROJECT_OF = sa.select(_request.c.rid, _request.c.project_id).where(
-    _request.c.rid.in_(sa.bindparam("rids", expanding=True))
-)
-_HEAD = sa.select(_head.c.seq, _head.c.hash).where(_head.c.project_id == sa.bindparam("p"))
-_NEW_HEAD = {
-    "sqlite": sqlite.insert(_head).on_conflict_do_nothing(),
-    "postgresql": postgresql.insert(_head).on_conflict_do_nothing(),
+# Straight to the driver, as are the events' insert: once per batch each, on the hot path.
+_PROJECT_OF = {
+    "postgresql": "SELECT rid, project_id FROM request WHERE rid = ANY(%s)",
+    "sqlite": "SELECT rid, project_id FROM request WHERE rid IN (SELECT value FROM json_each(?))",
 }
+_HEAD = "SELECT seq, hash FROM audit_head WHERE project_id = ?"
+_NEW_HEAD = "INSERT INTO audit_head (project_id, seq, hash) VALUES (?, 0, ?) ON CONFLICT DO NOTHING"
+_MOVE_HEAD = "UPDATE audit_head SET seq = ?, hash = ? WHERE project_id = ?"
 _COLUMNS = ("rid", "type", "detail_json", "at", "redacted_at")
 _LINK_COLUMNS = ("project_id", "seq", "digest", "prev_hash", "hash")
 _INSERT = driver.Insert(_event, _COLUMNS + _LINK_COLUMNS)
-_MOVE_HEAD = (
-    sa.update(_head)
-    .where(_head.c.project_id == sa.bindparam("p"))
-    .values(seq=sa.bindparam("s"), hash=sa.bindparam("h"))
-)
 
 
 def seal(conn: Connection) -> None:
@@ -205,7 +199,8 @@ _UNLINKED = dict.fromkeys((*_LINK_COLUMNS, "redacted_at"))
 def _link(conn: Connection, rows: list[dict[str, Any]]) -> None:
     """Give each row its project, place and link, in order; move the heads."""
     rids = sorted({row["rid"] for row in rows})
-    project_of = {rid: int(p) for rid, p in conn.execute(_PROJECT_OF, {"rids": rids}).all()}
+    given = rids if conn.dialect.name == "postgresql" else dumps(rids)
+    project_of = dict(driver.rows(conn, _PROJECT_OF[conn.dialect.name], (given,)))
     heads = {p: _lock_head(conn, p) for p in sorted(set(project_of.values()))}
     for row in rows:
         project_id = project_of[row["rid"]]
@@ -213,18 +208,21 @@ def _link(conn: Connection, rows: list[dict[str, Any]]) -> None:
         link = link_hash(project_id, seq + 1, prev, row["digest"])
         row.update(project_id=project_id, seq=seq + 1, prev_hash=prev, hash=link)
         heads[project_id] = (seq + 1, link)
-    conn.execute(_MOVE_HEAD, [{"p": p, "s": seq, "h": h} for p, (seq, h) in heads.items()])
+    moves = [(seq, link, p) for p, (seq, link) in heads.items()]
+    driver.execute_many(conn, driver.with_marks(conn, _MOVE_HEAD), moves)
 
 
 def _lock_head(conn: Connection, project_id: int) -> tuple[int, str]:
     """The project's head, locked until the transaction ends (made at its first event)."""
-    query = _HEAD.with_for_update() if conn.dialect.name == "postgresql" else _HEAD
-    row = conn.execute(query, {"p": project_id}).first()
-    if row is None:
-        new = {"project_id": project_id, "seq": 0, "hash": GENESIS}
-        conn.execute(_NEW_HEAD[conn.dialect.name], new)  # or another replica just made it
-        row = conn.execute(query, {"p": project_id}).one()
-    return int(row.seq), str(row.hash)
+    query = driver.with_marks(conn, _HEAD)
+    if conn.dialect.name == "postgresql":
+        query += " FOR UPDATE"
+    found = driver.rows(conn, query, (project_id,))
+    if not found:  # or another replica just made it
+        driver.execute(conn, driver.with_marks(conn, _NEW_HEAD), (project_id, GENESIS))
+        found = driver.rows(conn, query, (project_id,))
+    seq, link = found[0]
+    return int(seq), str(link)
 
 
 def redact_events(

@@ -11,15 +11,23 @@ SQLAlchemy would have raised it, so callers see the same exceptions either way.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-Convert = Callable[[Any], Any] | None
+Convert = Callable[[Any], Any]
 _MARK = {"qmark": "?", "format": "%s", "pyformat": "%s", "numeric": "?"}
-# PostgreSQL takes up to 65,535 parameters per statement: rows per multi-row INSERT.
-_PG_PARAMETERS = 30_000
+
+
+@dataclass(frozen=True)
+class _Built:
+    """An `Insert` for one dialect."""
+
+    one: str  # one row (with RETURNING, if any)
+    many: str  # several rows: executemany's on SQLite, one statement over arrays on PostgreSQL
+    converts: tuple[tuple[int, Convert], ...]  # (column index, bind conversion) where needed
 
 
 class Insert:
@@ -35,61 +43,76 @@ class Insert:
         returning: str | None = None,
     ) -> None:
         self._table, self._columns = table, tuple(columns)
-        self._tail = " ON CONFLICT DO NOTHING" if skip_conflicts else ""
-        self._returning = returning
-        self._built: dict[str, tuple[str, str, list[Convert]]] = {}
+        self._skip_conflicts, self._returning = skip_conflicts, returning
+        self._built: dict[str, _Built] = {}
 
     def one(self, conn: Connection, row: Mapping[str, Any]) -> Any:
         """Insert one row; the RETURNING column's value, or None when nothing was inserted."""
-        head, marks, converts = self._for(conn)
-        sql = f"{head} VALUES {marks}{self._tail}"
-        if self._returning is not None:
-            sql += f" RETURNING {self._quote(conn, self._returning)}"
-        found = execute(conn, sql, _convert(row, self._columns, converts), fetch=True)
+        built = self._for(conn)
+        found = execute(conn, built.one, self._values(built, row), fetch=True)
         return None if found is None else found[0]
 
     def many(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
-        """Insert several rows: one multi-row statement on PostgreSQL (one round trip and one
-        execution), the driver's executemany on SQLite (one prepared statement)."""
+        """Insert several rows: the driver's executemany on SQLite (one prepared statement);
+        on PostgreSQL one statement of the same text whatever the count, over one array per
+        column (one round trip, one execution, and the driver prepares it once)."""
         if not rows:
             return
-        head, marks, converts = self._for(conn)
-        params = [_convert(row, self._columns, converts) for row in rows]
-        if conn.dialect.name != "postgresql":
-            execute_many(conn, f"{head} VALUES {marks}{self._tail}", params)
-            return
-        per_statement = max(1, _PG_PARAMETERS // len(self._columns))
-        for start in range(0, len(params), per_statement):
-            chunk = params[start : start + per_statement]
-            sql = f"{head} VALUES {', '.join([marks] * len(chunk))}{self._tail}"
-            execute(conn, sql, tuple(value for each in chunk for value in each))
+        built = self._for(conn)
+        values = [self._values(built, row) for row in rows]
+        if conn.dialect.name == "postgresql":
+            execute(conn, built.many, [list(column) for column in zip(*values, strict=True)])
+        else:
+            execute_many(conn, built.many, values)
 
-    def _for(self, conn: Connection) -> tuple[str, str, list[Convert]]:
-        dialect = conn.dialect
-        built = self._built.get(dialect.name)
+    def _values(self, built: _Built, row: Mapping[str, Any]) -> list[Any]:
+        values = [row[name] for name in self._columns]
+        for index, convert in built.converts:
+            if values[index] is not None:
+                values[index] = convert(values[index])
+        return values
+
+    def _for(self, conn: Connection) -> _Built:
+        built = self._built.get(conn.dialect.name)
         if built is None:
-            names = ", ".join(self._quote(conn, name) for name in self._columns)
-            head = f"INSERT INTO {self._quote(conn, self._table.name)} ({names})"
-            marks = "(" + ", ".join([_MARK[dialect.paramstyle]] * len(self._columns)) + ")"
-            converts: list[Convert] = [
-                self._table.c[name].type.dialect_impl(dialect).bind_processor(dialect)
-                for name in self._columns
-            ]
-            built = self._built[dialect.name] = (head, marks, converts)
+            built = self._built[conn.dialect.name] = self._build(conn.dialect)
         return built
 
-    @staticmethod
-    def _quote(conn: Connection, name: str) -> str:
-        return str(conn.dialect.identifier_preparer.quote(name))
+    def _build(self, dialect: sa.Dialect) -> _Built:
+        quote = dialect.identifier_preparer.quote
+        columns = [self._table.c[name] for name in self._columns]
+        head = (
+            f"INSERT INTO {quote(self._table.name)} ({', '.join(quote(c.name) for c in columns)})"
+        )
+        tail = " ON CONFLICT DO NOTHING" if self._skip_conflicts else ""
+        marks = ", ".join([_MARK[dialect.paramstyle]] * len(columns))
+        one = f"{head} VALUES ({marks}){tail}"
+        if self._returning is not None:
+            one += f" RETURNING {quote(self._returning)}"
+        many = f"{head} VALUES ({marks}){tail}"
+        if dialect.name == "postgresql":
+            arrays = ", ".join(f"%s::{c.type.compile(dialect=dialect)}[]" for c in columns)
+            many = f"{head} SELECT * FROM unnest({arrays}){tail}"
+        processors = [c.type.dialect_impl(dialect).bind_processor(dialect) for c in columns]
+        converts = tuple((i, p) for i, p in enumerate(processors) if p is not None)
+        return _Built(one, many, converts)
 
 
-def _convert(
-    row: Mapping[str, Any], columns: tuple[str, ...], converts: list[Convert]
-) -> tuple[Any, ...]:
-    return tuple(
-        value if convert is None or value is None else convert(value)
-        for value, convert in zip((row[name] for name in columns), converts, strict=True)
-    )
+def with_marks(conn: Connection, sql: str) -> str:
+    """`sql` written with `?` markers, in the driver's own."""
+    return sql.replace("?", _MARK[conn.dialect.paramstyle])
+
+
+def rows(conn: Connection, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    """Every row of a query (`sql` in the driver's markers, see `with_marks`)."""
+    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.execute(sql, params)
+        return [tuple(row) for row in cursor.fetchall()]
+    except conn.dialect.loaded_dbapi.Error as error:
+        raise _as_sqlalchemy(conn, cursor, sql, params, error) from error
+    finally:
+        cursor.close()
 
 
 def execute(

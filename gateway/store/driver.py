@@ -49,7 +49,8 @@ class Insert:
     def one(self, conn: Connection, row: Mapping[str, Any]) -> Any:
         """Insert one row; the RETURNING column's value, or None when nothing was inserted."""
         built = self._for(conn)
-        found = execute(conn, built.one, self._values(built, row), fetch=True)
+        fetch = self._returning is not None
+        found = execute(conn, built.one, self._values(built, row), fetch=fetch)
         return None if found is None else found[0]
 
     def many(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:

@@ -1,0 +1,110 @@
+"""Hot inserts straight to the driver (`gateway.store.driver`) store exactly what
+SQLAlchemy's own insert stores, and fail with the exceptions SQLAlchemy raises."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from gateway.store import Database, driver, migrate, tables
+from gateway.store import projects as project_store
+from gateway.store.rows import RequestRow, changed, values
+from tests.factories import request_row
+
+_request = tables.Request.__table__  # type: ignore[attr-defined]
+_event = tables.RequestEvent.__table__  # type: ignore[attr-defined]
+_COLUMNS = [column.name for column in _request.columns]
+
+
+@pytest.fixture
+async def db(db_url: str) -> AsyncIterator[Database]:
+    database = Database(db_url)
+    await migrate.upgrade(database)
+    try:
+        yield database
+    finally:
+        await database.aclose()
+
+
+def _two_rows(conn: Connection) -> tuple[RequestRow, RequestRow]:
+    project = project_store.ensure_project(conn, "default")
+    assert project.id is not None
+    odd = changed(
+        request_row(project.id, "via-driver"),
+        # Every kind of value a request holds: None, booleans, an aware time in another
+        # zone, microseconds, text with quotes, non-ASCII and a control character.
+        comment='it\'s "fine" — ok\x01',
+        grantable=True,
+        editable=False,
+        responded_at=datetime(2026, 3, 4, 5, 6, 7, 891011, tzinfo=UTC),
+        expires_at=datetime(2026, 3, 4, 7, 6, 7, 1, tzinfo=timezone(timedelta(hours=2))),
+        key_id=None,
+    )
+    return odd, changed(odd, rid=odd.rid[::-1], call_id="via-sqlalchemy")
+
+
+def _stored(conn: Connection, rid: str) -> dict[str, Any]:
+    """The row as the database holds it (SQLite's text timestamps included), less its keys."""
+    quoted = ", ".join(conn.dialect.identifier_preparer.quote(name) for name in _COLUMNS)
+    mark = driver.with_marks(conn, "?")
+    found = driver.rows(conn, f"SELECT {quoted} FROM request WHERE rid = {mark}", (rid,))
+    assert len(found) == 1
+    return {
+        name: value
+        for name, value in zip(_COLUMNS, found[0], strict=True)
+        if name not in ("rid", "call_id")
+    }
+
+
+async def test_an_insert_through_the_driver_stores_what_sqlalchemy_stores(db: Database) -> None:
+    insert = driver.Insert(_request, _COLUMNS, skip_conflicts=True, returning="rid")
+
+    def both(conn: Connection) -> tuple[dict[str, Any], dict[str, Any], Any]:
+        ours, theirs = _two_rows(conn)
+        returned = insert.one(conn, values(ours))
+        conn.execute(sa.insert(_request), values(theirs))
+        again = insert.one(conn, values(ours))  # the same rid: skipped, nothing returned
+        return _stored(conn, ours.rid), _stored(conn, theirs.rid), (returned, again)
+
+    ours, theirs, (returned, again) = await db.write(both)
+    assert ours == theirs
+    assert returned is not None and again is None
+
+
+async def test_many_rows_through_the_driver_match_and_keep_their_order(db: Database) -> None:
+    insert = driver.Insert(_event, ("rid", "type", "detail_json", "at", "redacted_at", "seq"))
+    at = datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=UTC)
+
+    def write(conn: Connection) -> list[tuple[Any, ...]]:
+        row, _ = _two_rows(conn)
+        conn.execute(sa.insert(_request), values(row))
+        events = [
+            {"rid": row.rid, "type": f"t{n}", "detail_json": "{}", "at": at, "seq": None}
+            | {"redacted_at": None if n % 2 else at + timedelta(microseconds=n)}
+            for n in range(5)
+        ]
+        insert.many(conn, events)
+        query = sa.select(_event.c.type, _event.c.at, _event.c.redacted_at, _event.c.seq)
+        return [tuple(each) for each in conn.execute(query.order_by(_event.c.id))]
+
+    stored = await db.write(write)
+    assert stored == [
+        (f"t{n}", at, None if n % 2 else at + timedelta(microseconds=n), None) for n in range(5)
+    ]
+
+
+async def test_a_driver_error_is_sqlalchemys(db: Database) -> None:
+    insert = driver.Insert(_request, _COLUMNS)  # no ON CONFLICT: a duplicate fails
+
+    def twice(conn: Connection) -> None:
+        row, _ = _two_rows(conn)
+        insert.one(conn, values(row))
+        insert.one(conn, values(row))
+
+    with pytest.raises(sa.exc.IntegrityError):
+        await db.write(twice)

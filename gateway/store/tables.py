@@ -181,12 +181,12 @@ class RequestEvent(SQLModel, table=True):
     type: str = Field(max_length=32)
     detail_json: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
     at: datetime = Field(sa_column=_ts())
-    # Its place in the chain, set as its transaction commits (None until then).
+    # Its place in the chain, given as its transaction commits (when it is inserted).
     project_id: int | None = Field(default=None)
     seq: int | None = Field(default=None, sa_column=sa.Column(sa.BigInteger))
     digest: str | None = Field(default=None, max_length=64)  # of its content
     prev_hash: str | None = Field(default=None, max_length=64)
-    hash: str | None = Field(default=None, max_length=64)  # its transaction's token until then
+    hash: str | None = Field(default=None, max_length=64)  # its link
     # Set by retention: some detail fields now hold their hashes instead of their content.
     redacted_at: datetime | None = Field(default=None, sa_column=_ts(nullable=True))
 

@@ -26,7 +26,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine, make_url
 
-from gateway.store import audit, feed
+from gateway.store import audit, driver, feed
 from gateway.store.changes import Changes
 from gateway.store.values import dumps
 from gateway.store.writer import BatchHooks, Writer
@@ -127,7 +127,7 @@ class _SqliteHooks(_AuditHooks):
             feed.append(conn, self.origin, changes)
 
 
-_NOTIFY = sa.select(sa.func.pg_notify(CHANGES_CHANNEL, sa.bindparam("payload")))
+_NOTIFY = "SELECT pg_notify(%s, %s)"  # straight to the driver: once per batch, on the hot path
 
 
 class _PostgresHooks(_AuditHooks):
@@ -136,7 +136,7 @@ class _PostgresHooks(_AuditHooks):
     def before_commit(self, conn: Connection, changes: Changes) -> None:
         audit.seal(conn)  # the head locks, last in the transaction (see gateway.store.audit)
         for payload in notify_payloads(changes):
-            conn.execute(_NOTIFY, {"payload": payload})
+            driver.execute(conn, _NOTIFY, (CHANGES_CHANNEL, payload))
 
 
 def _bind(

@@ -154,18 +154,21 @@ def new_event(rid: str, type_: str, detail: dict[str, Any], at: datetime) -> New
 
 def queue(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
     """Hold new events until the transaction commits (`seal`)."""
-    conn.info.setdefault(_QUEUED, []).extend(rows)
+    held: list[dict[str, Any]] | None = conn.info.get(_QUEUED)
+    if held is None:  # only the writer's transactions seal: elsewhere they would be lost
+        raise RuntimeError("audit events are written only in the store's writer")
+    held.extend(rows)
 
 
 def queued(conn: Connection, rid: str) -> list[dict[str, Any]]:
     """The request's events this transaction has queued (a write reading its trail)."""
-    return [row for row in conn.info.get(_QUEUED, ()) if row["rid"] == rid]
+    return [row for row in conn.info.get(_QUEUED) or () if row["rid"] == rid]
 
 
-def discard(conn: Connection) -> None:
-    """Forget the queued events: their transaction was rolled back (the writer's next
-    attempt queues them again)."""
-    conn.info.pop(_QUEUED, None)
+def begin(conn: Connection) -> None:
+    """A writer transaction begins: new events queue from here, and those of an earlier
+    attempt, which was rolled back, are dropped (the writer runs its writes again)."""
+    conn.info[_QUEUED] = []
 
 
 # Straight to the driver, as are the events' insert: once per batch each, on the hot path.
@@ -185,7 +188,7 @@ def seal(conn: Connection) -> None:
     """Link this transaction's queued events into their projects' chains and insert them,
     in one statement. Called once per transaction, just before its commit
     (`gateway.store.engine`'s batch hooks)."""
-    rows = conn.info.pop(_QUEUED, None)
+    rows = conn.info.pop(_QUEUED, None)  # the transaction ends here: nothing queues after
     if not rows:
         return
     if CHAINED:

@@ -110,7 +110,7 @@ class _AuditHooks(BatchHooks):
     """New audit events wait in the transaction and are sealed as it commits."""
 
     def after_begin(self, conn: Connection) -> None:
-        audit.discard(conn)  # those of an attempt that was rolled back
+        audit.begin(conn)
 
 
 class _SqliteHooks(_AuditHooks):

@@ -101,3 +101,12 @@ async def test_a_rolled_back_attempt_leaves_no_event(db: Database) -> None:
     stored = await db.read(request_store.list_events, rid)
     assert [event.type for event in stored] == [AuditEvent.ROUTED]
     assert stored[0].seq == 1
+
+
+async def test_an_event_outside_the_writer_is_refused_not_lost(db: Database) -> None:
+    """Only the writer's transactions link and insert queued events: anywhere else an event
+    would silently never reach the table, so writing one there fails loudly."""
+    rid = await db.write(_new, "c4")
+    with db.engine.begin() as conn, pytest.raises(RuntimeError, match="writer"):
+        request_store.add_event(conn, rid, AuditEvent.ROUTED, {"targets": 1})
+    assert await db.read(request_store.list_events, rid) == []

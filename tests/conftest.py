@@ -106,6 +106,17 @@ def db_url(request: pytest.FixtureRequest, tmp_path: object) -> str:
 
 
 @pytest.fixture
+async def db(db_url: str) -> AsyncIterator[Database]:
+    """The store alone, migrated, on each database."""
+    database = Database(db_url)
+    await migrate.upgrade(database)
+    try:
+        yield database
+    finally:
+        await database.aclose()
+
+
+@pytest.fixture
 async def gateway(db_url: str) -> AsyncIterator[RunningGateway]:
     async with running_gateway(test_settings(db_url)) as running:
         yield running

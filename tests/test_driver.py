@@ -3,7 +3,6 @@ SQLAlchemy's own insert stores, and fail with the exceptions SQLAlchemy raises."
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -11,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from gateway.store import Database, driver, migrate, tables
+from gateway.store import Database, driver, tables
 from gateway.store import projects as project_store
 from gateway.store.rows import RequestRow, changed, values
 from tests.factories import request_row
@@ -19,16 +18,6 @@ from tests.factories import request_row
 _request = tables.Request.__table__  # type: ignore[attr-defined]
 _event = tables.RequestEvent.__table__  # type: ignore[attr-defined]
 _COLUMNS = [column.name for column in _request.columns]
-
-
-@pytest.fixture
-async def db(db_url: str) -> AsyncIterator[Database]:
-    database = Database(db_url)
-    await migrate.upgrade(database)
-    try:
-        yield database
-    finally:
-        await database.aclose()
 
 
 def _two_rows(conn: Connection) -> tuple[RequestRow, RequestRow]:

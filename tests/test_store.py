@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import sqlite3
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -24,16 +23,6 @@ from gateway.store.rows import RequestRow, changed
 from gateway.store.values import as_utc
 from gateway.vocabulary import JobKind
 from tests.factories import request_row
-
-
-@pytest.fixture
-async def db(db_url: str) -> AsyncIterator[Database]:
-    database = Database(db_url)
-    await migrate.upgrade(database)
-    try:
-        yield database
-    finally:
-        await database.aclose()
 
 
 def insert_new(conn: Connection, call_id: str) -> RequestRow:

@@ -6,28 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator
 
 import pytest
 from sqlalchemy.engine import Connection
 
-from gateway.store import Database, audit, migrate, utcnow
+from gateway.store import Database, audit, utcnow
 from gateway.store import projects as project_store
 from gateway.store import requests as request_store
 from gateway.store.rows import EventRow
 from gateway.vocabulary import AuditEvent
 from tests.factories import request_row
 from tests.helpers import eventually
-
-
-@pytest.fixture
-async def db(db_url: str) -> AsyncIterator[Database]:
-    database = Database(db_url)
-    await migrate.upgrade(database)
-    try:
-        yield database
-    finally:
-        await database.aclose()
 
 
 def _new(conn: Connection, call_id: str) -> str:

@@ -152,16 +152,8 @@ def _decided_in(period: Period) -> list[ColumnElement[bool]]:
 def outcomes(conn: Connection, period: Period) -> list[tuple[str, str, str | None, int]]:
     """(UTC day `YYYY-MM-DD`, outcome, fn (None for a question), decisions). The outcome is
     the status, but `EXPIRED` for a function call the gateway rejected at its deadline."""
-    grouped = [_d("day"), _d("fn"), _d("status"), _d("decided_by")]
-    query = (
-        sa.select(*grouped, sa.func.count())
-        .select_from(_decisions(conn, "ix_decision_outcomes"))
-        .where(*_decided_in(period))
-        .group_by(*grouped)
-    )
+    found = _counted(conn, period, "ix_decision_outcomes", ("day", "fn", "status", "decided_by"))
     counted: Counter[tuple[str, str, str | None]] = Counter()
-    with _in_index_order(conn):
-        found = rows(conn, query)
     for day, fn, status, by, n in found:
         ran_out = status == Status.REJECTED and by == DecidedBy.DEADLINE
         counted[str(day), EXPIRED if ran_out else str(status), fn] += int(n)
@@ -172,15 +164,7 @@ def decision_groups(conn: Connection, period: Period) -> list[DecisionGroup]:
     """Decisions grouped by who made them (`decision.decider`). `without_vote`: a person's
     answer decided it alone, not a vote under a policy (`answers.decisions.submit` votes on
     approvals and rejections only, so a reply to a question under a policy is no vote)."""
-    grouped = [_d("day"), _d("decider"), _d("alone"), _d("status")]
-    query = (
-        sa.select(*grouped, sa.func.count())
-        .select_from(_decisions(conn, "ix_decision_deciders"))
-        .where(*_decided_in(period))
-        .group_by(*grouped)
-    )
-    with _in_index_order(conn):
-        found = rows(conn, query)
+    found = _counted(conn, period, "ix_decision_deciders", ("day", "decider", "alone", "status"))
     groups: Counter[tuple[str, bool, str]] = Counter()
     for _day, decider, alone, status, n in found:  # grouped by day too: the index's order
         groups[decider, bool(alone), str(status)] += int(n)
@@ -188,6 +172,22 @@ def decision_groups(conn: Connection, period: Period) -> list[DecisionGroup]:
         DecisionGroup(_who(decider), alone, status, n)
         for (decider, alone, status), n in groups.items()
     ]
+
+
+def _counted(
+    conn: Connection, period: Period, index: str, columns: Sequence[str]
+) -> list[tuple[Any, ...]]:
+    """The period's decisions counted by `columns`, read in the order of `index`, which
+    leads with the day and then those columns: rows arrive grouped, never sorted or hashed."""
+    grouped = [_d(name) for name in columns]
+    query = (
+        sa.select(*grouped, sa.func.count())
+        .select_from(_decisions(conn, index))
+        .where(*_decided_in(period))
+        .group_by(*grouped)
+    )
+    with _in_index_order(conn):
+        return rows(conn, query)
 
 
 def _who(decider: str) -> dict[str, str | None]:

@@ -60,17 +60,15 @@ class Phase:
     def p(self, pct: float, values: list[float] | None = None) -> float:
         return common.ms(common.percentile(self.latencies if values is None else values, pct))
 
-    async def time(
-        self, one: Callable[[int], Awaitable[float]], *, warmup: int, count: int, limit: float
-    ) -> None:
-        """`one(index)`'s seconds, warmup + count times, cut short after `limit` seconds."""
-        deadline = time.monotonic() + limit
-        for index in range(warmup + count):
+    async def time(self, one: Callable[[int], Awaitable[float]]) -> None:
+        """`one(index)`'s seconds, WARMUP + N times, cut short after PHASE_LIMIT seconds."""
+        deadline = time.monotonic() + PHASE_LIMIT
+        for index in range(WARMUP + N):
             if time.monotonic() >= deadline:
                 self.cut_short = True
                 return
             took = await one(index)
-            if index >= warmup:
+            if index >= WARMUP:
                 self.latencies.append(took)
 
 

@@ -10,8 +10,9 @@ SQLAlchemy would have raised it, so callers see the same exceptions either way.
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -28,7 +29,7 @@ class _Built:
     """An `Insert` for one dialect."""
 
     one: str  # one row (with RETURNING, if any)
-    many: str  # several rows: executemany's on SQLite, one statement over arrays on PostgreSQL
+    many: str  # several rows: executemany's on SQLite, one statement over JSON on PostgreSQL
     converts: tuple[tuple[int, Convert], ...]  # (column index, bind conversion) where needed
 
 
@@ -89,10 +90,9 @@ class Insert:
         head = f"INSERT INTO {quote(self._table.name)} ({names})"
         tail = " ON CONFLICT DO NOTHING" if self._skip_conflicts else ""
         marks = ", ".join([_MARK[dialect.paramstyle]] * len(columns))
-        one = f"{head} VALUES ({marks}){tail}"
+        one = many = f"{head} VALUES ({marks}){tail}"
         if self._returning is not None:
             one += f" RETURNING {quote(self._returning)}"
-        many = f"{head} VALUES ({marks}){tail}"
         if dialect.name == "postgresql":
             # One JSON text holds every row: dumping it is C code, where the driver's own
             # array parameters (unnest) cost more Python than the rest of the batch.
@@ -118,14 +118,9 @@ def with_marks(conn: Connection, sql: str) -> str:
 
 def rows(conn: Connection, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
     """Every row of a query (`sql` in the driver's markers, see `with_marks`)."""
-    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
-    try:
+    with _cursor(conn, sql, params) as cursor:
         cursor.execute(sql, params)
         return [tuple(row) for row in cursor.fetchall()]
-    except conn.dialect.loaded_dbapi.Error as error:
-        raise _as_sqlalchemy(conn, cursor, sql, params, error) from error
-    finally:
-        cursor.close()
 
 
 def execute(
@@ -133,23 +128,23 @@ def execute(
 ) -> tuple[Any, ...] | None:
     """One statement on the driver's cursor (`params` positional, in the driver's own
     markers); with `fetch`, its first row."""
-    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
-    try:
+    with _cursor(conn, sql, params) as cursor:
         cursor.execute(sql, params)
-        if not fetch:
-            return None
-        found = cursor.fetchone()
+        found = cursor.fetchone() if fetch else None
         return None if found is None else tuple(found)
-    except conn.dialect.loaded_dbapi.Error as error:
-        raise _as_sqlalchemy(conn, cursor, sql, params, error) from error
-    finally:
-        cursor.close()
 
 
 def execute_many(conn: Connection, sql: str, params: Sequence[Sequence[Any]]) -> None:
+    with _cursor(conn, sql, params) as cursor:
+        cursor.executemany(sql, params)
+
+
+@contextlib.contextmanager
+def _cursor(conn: Connection, sql: str, params: Any) -> Iterator[Any]:
+    """The driver's cursor, closed afterwards; a driver error raised as SQLAlchemy's."""
     cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
     try:
-        cursor.executemany(sql, params)
+        yield cursor
     except conn.dialect.loaded_dbapi.Error as error:
         raise _as_sqlalchemy(conn, cursor, sql, params, error) from error
     finally:

@@ -40,7 +40,7 @@ CHANGES_CHANNEL = "gateway_changes"
 NOTIFY_LIMIT = 7000  # bytes per NOTIFY payload (PostgreSQL's limit is 8000)
 LISTENER_NAME = "hitl-gateway-listener"
 READERS = 4
-PG_WRITERS = 2  # more only adds GIL hand-offs: 4 made 20 % fewer creates/s than 2 (bench/intake.py)
+PG_WRITERS = 2  # 4 made fewer creates/s than 2 on two cores: GIL hand-offs (bench/README.md)
 FEED_PRUNE_SECONDS = 600.0
 
 

@@ -42,7 +42,7 @@ async def escalate(core: Core, row: RequestRow, escalation: Escalation) -> dict[
             raise Conflict(already_decided(current))
         request_store.add_to_route(tx, row.rid, target.model_dump(mode="json"))
         audit = [(AuditEvent.ESCALATED, detail), *deliveries.add(tx, row, planned)]
-        request_store.add_events(tx, row.rid, audit)
+        request_store.add_events(tx, row.rid, audit, row.project_id)
 
     await core.db.write_for(row.rid, add_escalation)
     return to_wire(row)

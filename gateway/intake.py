@@ -88,7 +88,7 @@ def _record_route(tx: Tx, row: RequestRow, plan: Plan, planned: list[Planned]) -
     if plan.decided:
         audit.append((AuditEvent.DECIDED, {"status": row.status, "by": row.user_info}))
     audit += deliveries.add(tx, row, planned)
-    digests = request_store.add_events(tx, row.rid, audit)
+    digests = request_store.add_events(tx, row.rid, audit, row.project_id)
     if not plan.decided:  # a decided request has no deadline, reminder or escalation left
         schedule_timers(tx, row, plan.schedule)
         return None

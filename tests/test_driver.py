@@ -65,26 +65,36 @@ async def test_an_insert_through_the_driver_stores_what_sqlalchemy_stores(db: Da
     assert returned is not None and again is None
 
 
-async def test_many_rows_through_the_driver_match_and_keep_their_order(db: Database) -> None:
+async def test_many_rows_through_the_driver_store_what_sqlalchemy_stores_in_order(
+    db: Database,
+) -> None:
     insert = driver.Insert(_event, ("rid", "type", "detail_json", "at", "redacted_at", "seq"))
     at = datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=UTC)
+    elsewhere = at.astimezone(timezone(timedelta(hours=-5, minutes=-30)))  # another zone
 
-    def write(conn: Connection) -> list[tuple[Any, ...]]:
-        row, _ = _two_rows(conn)
-        conn.execute(sa.insert(_request), values(row))
-        events = [
-            {"rid": row.rid, "type": f"t{n}", "detail_json": "{}", "at": at, "seq": None}
+    def write(conn: Connection) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        row, other = _two_rows(conn)
+        conn.execute(sa.insert(_request), [values(row), values(other)])
+        events: list[dict[str, Any]] = [
+            {"type": f"t{n}", "detail_json": 'it\'s "fine" — ok\x01 \\n', "seq": None}
+            | {"at": elsewhere if n % 2 else at}
             | {"redacted_at": None if n % 2 else at + timedelta(microseconds=n)}
             for n in range(5)
         ]
-        insert.many(conn, events)
-        query = sa.select(_event.c.type, _event.c.at, _event.c.redacted_at, _event.c.seq)
-        return [tuple(each) for each in conn.execute(query.order_by(_event.c.id))]
+        insert.many(conn, [{"rid": row.rid} | event for event in events])
+        conn.execute(sa.insert(_event), [{"rid": other.rid} | event for event in events])
+        return _events(conn, row.rid), _events(conn, other.rid)
 
-    stored = await db.write(write)
-    assert stored == [
-        (f"t{n}", at, None if n % 2 else at + timedelta(microseconds=n), None) for n in range(5)
-    ]
+    ours, theirs = await db.write(write)
+    assert ours == theirs
+    assert [each[0] for each in ours] == [f"t{n}" for n in range(5)]
+
+
+def _events(conn: Connection, rid: str) -> list[tuple[Any, ...]]:
+    """The request's events as the database holds them (text timestamps on SQLite)."""
+    mark = driver.with_marks(conn, "?")
+    query = "SELECT type, detail_json, at, redacted_at, seq FROM request_event WHERE rid = "
+    return driver.rows(conn, f"{query}{mark} ORDER BY id", (rid,))
 
 
 async def test_a_driver_error_is_sqlalchemys(db: Database) -> None:

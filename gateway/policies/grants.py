@@ -181,7 +181,7 @@ def auto_approved(tx: Tx, row: RequestRow, grant: GrantRow, targets: int) -> str
         (AuditEvent.ROUTED, {"targets": targets, "grant": grant.id}),
         (AuditEvent.AUTO_APPROVED, detail),
     ]
-    return request_store.add_events(tx, row.rid, audit)[2]
+    return request_store.add_events(tx, row.rid, audit, row.project_id)[2]
 
 
 def revoke(tx: Tx, grant_ids: list[str], by: str) -> list[GrantRow]:

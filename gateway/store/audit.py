@@ -140,11 +140,13 @@ class NewEvent:
     digest: str | None
 
 
-def new_event(rid: str, type_: str, detail: dict[str, Any], at: datetime) -> NewEvent:
+def new_event(
+    rid: str, type_: str, detail: dict[str, Any], at: datetime, project_id: int | None = None
+) -> NewEvent:
     """The row of a new event, not yet linked: `seal` links and inserts it as its
-    transaction commits."""
+    transaction commits (in the request's project: looked up then, unless given)."""
     text = dumps(detail)
-    row = {"rid": rid, "type": type_, "detail_json": text, "at": at}
+    row = {"rid": rid, "type": type_, "detail_json": text, "at": at, "project_id": project_id}
     if not CHAINED:
         return NewEvent(row, None)
     # Hashed as it reads back (tuples become lists, keys strings), so verify agrees.
@@ -201,9 +203,7 @@ _UNLINKED = dict.fromkeys((*_LINK_COLUMNS, "redacted_at"))
 
 def _link(conn: Connection, rows: list[dict[str, Any]]) -> None:
     """Give each row its project, place and link, in order; move the heads."""
-    rids = sorted({row["rid"] for row in rows})
-    given = rids if conn.dialect.name == "postgresql" else dumps(rids)
-    project_of = dict(driver.rows(conn, _PROJECT_OF[conn.dialect.name], (given,)))
+    project_of = _projects(conn, rows)
     heads = {p: _lock_head(conn, p) for p in sorted(set(project_of.values()))}
     for row in rows:
         project_id = project_of[row["rid"]]
@@ -213,6 +213,16 @@ def _link(conn: Connection, rows: list[dict[str, Any]]) -> None:
         heads[project_id] = (seq + 1, link)
     moves = [(seq, link, p) for p, (seq, link) in heads.items()]
     driver.execute_many(conn, driver.with_marks(conn, _MOVE_HEAD), moves)
+
+
+def _projects(conn: Connection, rows: list[dict[str, Any]]) -> dict[str, int]:
+    """Each row's project: as it was queued, else its request's (one query for them all)."""
+    known = {row["rid"]: row["project_id"] for row in rows if row["project_id"] is not None}
+    missing = sorted({row["rid"] for row in rows}.difference(known))
+    if missing:
+        given = missing if conn.dialect.name == "postgresql" else dumps(missing)
+        known.update(driver.rows(conn, _PROJECT_OF[conn.dialect.name], (given,)))
+    return known
 
 
 def _lock_head(conn: Connection, project_id: int) -> tuple[int, str]:

@@ -11,12 +11,11 @@ SQLAlchemy would have raised it, so callers see the same exceptions either way.
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
+import pydantic_core
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
@@ -66,7 +65,8 @@ class Insert:
         values = [self._values(built, row) for row in rows]
         if conn.dialect.name == "postgresql":
             records = [dict(zip(self._columns, each, strict=True)) for each in values]
-            execute(conn, built.many, (json.dumps(records, default=_json_value),))
+            # pydantic-core's JSON: C, ~4x the standard library's; a time keeps its offset.
+            execute(conn, built.many, (pydantic_core.to_json(records).decode(),))
         else:
             execute_many(conn, built.many, values)
 
@@ -105,12 +105,6 @@ class Insert:
         return _Built(one, many, converts)
 
 
-def _json_value(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.isoformat()  # with its offset: PostgreSQL reads it back exactly
-    raise TypeError(f"{type(value).__name__} in a row inserted through the driver")
-
-
 def with_marks(conn: Connection, sql: str) -> str:
     """`sql` written with `?` markers, in the driver's own."""
     return sql.replace("?", _MARK[conn.dialect.paramstyle])
@@ -137,6 +131,21 @@ def execute(
 def execute_many(conn: Connection, sql: str, params: Sequence[Sequence[Any]]) -> None:
     with _cursor(conn, sql, params) as cursor:
         cursor.executemany(sql, params)
+
+
+@contextlib.contextmanager
+def pipelined(conn: Connection) -> Iterator[None]:
+    """On PostgreSQL, the statements run inside go out together (psycopg's pipeline mode):
+    those whose results nobody reads cost one round trip between them, at the end. A read
+    still waits for its own answer. Elsewhere, nothing changes."""
+    if conn.dialect.name != "postgresql":
+        yield
+        return
+    try:
+        with conn.connection.dbapi_connection.pipeline():  # type: ignore[union-attr]
+            yield
+    except conn.dialect.loaded_dbapi.Error as error:  # a statement's, known at the end
+        raise _as_sqlalchemy(conn, None, "(pipelined statements)", (), error) from error
 
 
 @contextlib.contextmanager

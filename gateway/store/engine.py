@@ -134,9 +134,11 @@ class _PostgresHooks(_AuditHooks):
     """NOTIFY is sent by PostgreSQL at commit: every replica hears of the batch."""
 
     def before_commit(self, conn: Connection, changes: Changes) -> None:
-        audit.seal(conn)  # the head locks, last in the transaction (see gateway.store.audit)
-        for payload in notify_payloads(changes):
-            driver.execute(conn, _NOTIFY, (CHANGES_CHANNEL, payload))
+        # One round trip for the head moves, the events and the NOTIFYs: nothing reads them.
+        with driver.pipelined(conn):
+            audit.seal(conn)  # the head locks, last in the transaction (gateway.store.audit)
+            for payload in notify_payloads(changes):
+                driver.execute(conn, _NOTIFY, (CHANGES_CHANNEL, payload))
 
 
 def _bind(

@@ -181,15 +181,19 @@ def add_event(
 
 
 def add_events(
-    conn: Connection, rid: str, events: Sequence[tuple[AuditEvent, dict[str, Any]]]
+    conn: Connection,
+    rid: str,
+    events: Sequence[tuple[AuditEvent, dict[str, Any]]],
+    project_id: int | None = None,
 ) -> list[str | None]:
     """Several audit events, the only way one is written: they are inserted, linked into
     their project's chain, as the transaction commits (`audit.seal`). Returns each
     one's digest, the hash of its content that its link in the project's audit chain
     covers (`gateway.store.audit`; None only when a bench turned the chain off): a receipt
-    signed in this transaction can name the event by it."""
+    signed in this transaction can name the event by it. `project_id`: the request's, if
+    the caller holds its row (else `seal` looks it up)."""
     now = utcnow()
-    new = [audit.new_event(rid, type_, detail, now) for type_, detail in events]
+    new = [audit.new_event(rid, type_, detail, now, project_id) for type_, detail in events]
     audit.queue(conn, [event.row for event in new])
     return [event.digest for event in new]
 

@@ -1,14 +1,18 @@
-"""Fixtures for browser tests: a headless system Chromium and a fresh page per test."""
+"""Fixtures for the console's tests: a headless system Chromium and a fresh page per test;
+a gateway under the test module's own `routing_config` fixture, on each database
+(`gateway`) or on SQLite alone (`sqlite_console`: the browser tests)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from playwright.async_api import Browser, Page
 
 from tests.channels.web.browser import find_chromium, launched_browser
 from tests.conftest import missing_service
+from tests.services.inprocess import RunningGateway, running_gateway, test_settings
 
 
 @pytest.fixture
@@ -32,3 +36,16 @@ async def page(browser: Browser) -> AsyncIterator[Page]:
         yield await context.new_page()
     finally:
         await context.close()
+
+
+@pytest.fixture
+async def gateway(db_url: str, routing_config: Path) -> AsyncIterator[RunningGateway]:
+    async with running_gateway(test_settings(db_url, config=routing_config)) as running:
+        yield running
+
+
+@pytest.fixture
+async def sqlite_console(tmp_path: Path, routing_config: Path) -> AsyncIterator[RunningGateway]:
+    settings = test_settings(f"sqlite+aiosqlite:///{tmp_path}/gw.db", config=routing_config)
+    async with running_gateway(settings) as running:
+        yield running

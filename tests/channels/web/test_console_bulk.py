@@ -6,7 +6,6 @@ request sends exactly one webhook and has exactly one `decided` event."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,7 @@ from tests.channels.web.helpers import (
 )
 from tests.factories import RequestFactory
 from tests.helpers import add_webhook, eventually, outbox_idle
-from tests.services.inprocess import RunningGateway, running_gateway, test_settings, write_config
+from tests.services.inprocess import RunningGateway, write_config
 from tests.services.receiver import WebhookReceiver
 
 QUORUM = """
@@ -47,19 +46,6 @@ def routing_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
     text = people(hashed, "alice", "bob", "carol", carol="default")
     text += QUORUM
     return write_config(tmp_path_factory.mktemp("bulk") / "routing.toml", text)
-
-
-@pytest.fixture
-async def gateway(db_url: str, routing_config: Path) -> AsyncIterator[RunningGateway]:
-    async with running_gateway(test_settings(db_url, config=routing_config)) as running:
-        yield running
-
-
-@pytest.fixture
-async def sqlite_console(tmp_path: Path, routing_config: Path) -> AsyncIterator[RunningGateway]:
-    settings = test_settings(f"sqlite+aiosqlite:///{tmp_path}/gw.db", config=routing_config)
-    async with running_gateway(settings) as running:
-        yield running
 
 
 async def test_select_all_and_approve_in_chromium(

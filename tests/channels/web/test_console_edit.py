@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ from channels.web.auth import hash_password
 from tests.channels.web.helpers import csrf, people, record, sign_in_page, signed_in, trail
 from tests.factories import Created, RequestFactory
 from tests.helpers import add_webhook
-from tests.services.inprocess import RunningGateway, running_gateway, test_settings, write_config
+from tests.services.inprocess import RunningGateway, write_config
 from tests.services.receiver import WebhookReceiver
 
 KWARGS = {"path": "/etc/passwd", "lines": 10, "follow": False, "opts": {"mode": "r"}}
@@ -34,19 +33,6 @@ editable = false
 def routing_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
     text = people(hash_password("correct horse battery staple"), "alice") + NOT_EDITABLE
     return write_config(tmp_path_factory.mktemp("edit") / "routing.toml", text)
-
-
-@pytest.fixture
-async def gateway(db_url: str, routing_config: Path) -> AsyncIterator[RunningGateway]:
-    async with running_gateway(test_settings(db_url, config=routing_config)) as running:
-        yield running
-
-
-@pytest.fixture
-async def sqlite_console(tmp_path: Path, routing_config: Path) -> AsyncIterator[RunningGateway]:
-    settings = test_settings(f"sqlite+aiosqlite:///{tmp_path}/gw.db", config=routing_config)
-    async with running_gateway(settings) as running:
-        yield running
 
 
 async def read_file(factory: RequestFactory, gateway: RunningGateway, call_id: str) -> Created:

@@ -7,7 +7,6 @@ another project's is a 404, and nothing changes."""
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,7 @@ from gateway.seam import Answered, AnsweredIn, Responder, Verb
 from gateway.seam.grants import GrantView
 from tests.channels.web.helpers import csrf, email_of, people, sign_in_page, signed_in
 from tests.factories import Created, RequestFactory
-from tests.services.inprocess import RunningGateway, running_gateway, test_settings, write_config
+from tests.services.inprocess import RunningGateway, write_config
 
 
 @pytest.fixture(scope="module")
@@ -37,19 +36,6 @@ def routing_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
         root="default",
     )
     return write_config(tmp_path_factory.mktemp("grants") / "routing.toml", text)
-
-
-@pytest.fixture
-async def gateway(db_url: str, routing_config: Path) -> AsyncIterator[RunningGateway]:
-    async with running_gateway(test_settings(db_url, config=routing_config)) as running:
-        yield running
-
-
-@pytest.fixture
-async def sqlite_console(tmp_path: Path, routing_config: Path) -> AsyncIterator[RunningGateway]:
-    settings = test_settings(f"sqlite+aiosqlite:///{tmp_path}/gw.db", config=routing_config)
-    async with running_gateway(settings) as running:
-        yield running
 
 
 def as_person(name: str) -> Responder:

@@ -11,7 +11,6 @@ import asyncio
 import json
 import math
 from collections import Counter, defaultdict
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from html.parser import HTMLParser
@@ -35,7 +34,7 @@ from gateway.vocabulary import KeyScope
 from tests.channels.web.browser import SCREENSHOTS, screenshot
 from tests.channels.web.helpers import PASSWORD, sign_in_page, signed_in
 from tests.factories import RequestFactory
-from tests.services.inprocess import RunningGateway, running_gateway, test_settings, write_config
+from tests.services.inprocess import RunningGateway, write_config
 
 CONFIG = """
 [people.alice]
@@ -107,19 +106,6 @@ CAROL_WEB = Responder(AnsweredIn.WEB, "carol@example.org", "Carol", email="carol
 def routing_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
     text = CONFIG.format(hashed=hash_password(PASSWORD))
     return write_config(tmp_path_factory.mktemp("insights") / "routing.toml", text)
-
-
-@pytest.fixture
-async def gateway(db_url: str, routing_config: Path) -> AsyncIterator[RunningGateway]:
-    async with running_gateway(test_settings(db_url, config=routing_config)) as running:
-        yield running
-
-
-@pytest.fixture
-async def sqlite_console(tmp_path: Path, routing_config: Path) -> AsyncIterator[RunningGateway]:
-    settings = test_settings(f"sqlite+aiosqlite:///{tmp_path}/gw.db", config=routing_config)
-    async with running_gateway(settings) as running:
-        yield running
 
 
 # --- seeding: the API and the answer path, then the clock moved back

@@ -45,8 +45,6 @@ NOT_BY_A_PERSON = (AnsweredIn.GATEWAY.value, AnsweredIn.GRANT.value)  # `user_in
 BY_PEOPLE = (Status.APPROVED.value, Status.REJECTED.value, Status.RESPONDED.value)
 # Where people answer (`user_info.channel`); any other is counted as "other".
 PLACES = [place.value for place in AnsweredIn if place.value not in NOT_BY_A_PERSON]
-# What `decision_groups` reads of a decision's user_info (`DecisionGroup.who`).
-WHO_FIELDS = DECIDER_FIELDS
 # The outcome of a function call rejected by the gateway at its deadline (stored rejected).
 EXPIRED = Status.EXPIRED.value
 
@@ -67,7 +65,7 @@ class Period:
 
 @dataclass(frozen=True)
 class DecisionGroup:
-    """Decisions with the same maker (`WHO_FIELDS` of user_info, None when absent) and the
+    """Decisions with the same maker (`DECIDER_FIELDS` of user_info, None when absent) and the
     same outcome; `without_vote`: no vote was cast for them (see `decision_groups`)."""
 
     who: Mapping[str, str | None]
@@ -192,7 +190,7 @@ def _counted(
 
 def _who(decider: str) -> dict[str, str | None]:
     found = json.loads(decider)
-    return {key: found.get(key) for key in WHO_FIELDS}
+    return {key: found.get(key) for key in DECIDER_FIELDS}
 
 
 def timings(

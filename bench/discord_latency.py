@@ -20,11 +20,9 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.decision_latency import PHASE_LIMIT, WARMUP, N, Phase, click_bench, served
+from bench.decision_latency import PHASE_LIMIT, SETTLE, WARMUP, N, Phase, click_bench, served
 from tests.channels.discord.helpers import ALICE, CHANNEL, custom_ids, footer_text
 from tests.fakes.discord import FakeDiscord
-
-SETTLE = 0.1  # let the waiter register, so this measures the wake-up path
 
 
 async def posted_message(fake: FakeDiscord, call_id: str) -> dict[str, Any]:

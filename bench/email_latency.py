@@ -24,7 +24,7 @@ from aioimaplib import IMAP4
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import common
-from bench.decision_latency import Phase, baseline_round_trips
+from bench.decision_latency import SETTLE, Phase, baseline_round_trips
 from tests.channels.email.helpers import ALICE, email_env, reply, sent_for
 from tests.services.dovecot import ThrowawayDovecot, find_dovecot
 from tests.services.gateway_process import GatewayProcess
@@ -33,7 +33,6 @@ from tests.services.smtp_sink import SmtpSink, SunkMessage
 N = 60
 WARMUP = 3
 PHASE_LIMIT = 45.0
-SETTLE = 0.1  # let the waiter register, so this measures the wake-up path
 INBOUND_SECRET = "bench-inbound-secret"
 
 Deliver = Callable[[bytes, str], Awaitable[None]]
@@ -68,7 +67,10 @@ async def one_reply(
     api: httpx.AsyncClient, sink: SmtpSink, deliver: Deliver, call_id: str
 ) -> float:
     sunk = await request_email(api, sink, call_id)
-    answer = reply(sunk.message, "Approve\n\n> the request")
+    # As a mail client quotes: its attribution line, then the request (a bare "> …" under
+    # the answer would read as answering quoted words).
+    quote = "On Thu, Nov 26, 2026 at 10:00 AM Approvals <approvals@example.test> wrote:"
+    answer = reply(sunk.message, f"Approve\n\n{quote}\n> the request\n")
     waiter = asyncio.create_task(long_poll(api, call_id))
     await asyncio.sleep(SETTLE)
     started = time.perf_counter()

@@ -39,12 +39,12 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import Implementation, TextContent
 
 from bench import common
+from bench.decision_latency import SETTLE
 
 N = 100  # measured iterations per phase, at most
 WARMUP = 5  # iterations first, not counted
 PHASE_LIMIT = 30.0  # seconds per phase, at most
 WAIT = 30  # the long-poll's ?wait= and the tool's wait_seconds
-SETTLE = 0.1  # between the waiter's request and the respond
 FIND_EVERY = 0.005  # polling for the MCP request to exist (before the timed part)
 TIMEOUT = 10.0
 CLIENT = "bench-mcp"  # the run_id of every MCP request (its clientInfo.name)

@@ -20,11 +20,9 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.decision_latency import Phase, click_bench, served
+from bench.decision_latency import SETTLE, Phase, click_bench, served
 from tests.channels.slack.helpers import SIGNING_SECRET, button_rid, click, signed_headers
 from tests.fakes.slack import FakeSlack
-
-SETTLE = 0.1  # let the waiter register, so this measures the wake-up path
 
 
 async def approve_button(fake: FakeSlack, call_id: str) -> dict[str, Any]:

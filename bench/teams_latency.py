@@ -22,11 +22,9 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.decision_latency import Phase, click_bench, served
+from bench.decision_latency import SETTLE, Phase, click_bench, served
 from tests.channels.teams.helpers import ALICE, CONFIG, invoke, texts
 from tests.fakes.teams import APP_ID, APP_PASSWORD, TENANT, FakeTeams, Message
-
-SETTLE = 0.1  # let the waiter register, so this measures the wake-up path
 
 
 async def posted_card(fake: FakeTeams, call_id: str) -> Message:

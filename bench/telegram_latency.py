@@ -20,11 +20,9 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.decision_latency import Phase, click_bench, served
+from bench.decision_latency import SETTLE, Phase, click_bench, served
 from tests.channels.telegram.helpers import ALICE, GROUP, ROUTING, data_of, users
 from tests.fakes.telegram import FakeTelegram
-
-SETTLE = 0.1  # let the waiter register, so this measures the wake-up path
 
 
 async def posted(fake: FakeTelegram, call_id: str) -> dict[str, Any]:

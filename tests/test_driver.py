@@ -107,3 +107,33 @@ async def test_a_driver_error_is_sqlalchemys(db: Database) -> None:
 
     with pytest.raises(sa.exc.IntegrityError):
         await db.write(twice)
+
+
+async def test_pipelined_statements_all_apply_and_a_failure_among_them_is_sqlalchemys(
+    db: Database,
+) -> None:
+    """On PostgreSQL the statements go out together and fail only when they are answered,
+    at the block's end: the failure is still SQLAlchemy's, and the store goes on working."""
+    insert = driver.Insert(_request, _COLUMNS)  # no RETURNING: nothing read, nothing waited
+    rows: list[RequestRow] = []
+
+    def both(conn: Connection) -> None:
+        rows.extend(_two_rows(conn))
+        with driver.pipelined(conn):
+            for row in rows:
+                insert.one(conn, values(row))
+
+    def again(conn: Connection) -> None:
+        with driver.pipelined(conn):
+            insert.one(conn, values(changed(rows[0], rid="a-new-one")))
+            insert.one(conn, values(rows[1]))  # a duplicate: the block fails
+
+    await db.write(both)
+    with pytest.raises(sa.exc.IntegrityError):
+        await db.write(again)
+
+    def requests(conn: Connection) -> list[tuple[Any, ...]]:
+        return driver.rows(conn, "SELECT rid FROM request ORDER BY rid")
+
+    # The first two stand; of the failed block, nothing (its first insert did go out).
+    assert await db.read(requests) == sorted((row.rid,) for row in rows)

@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pending", type=int, default=100_000)
     parser.add_argument("--postgres", action="store_true")
     args = parser.parse_args(argv)
-    common.print_machine("a full store: 100,000 pending requests")
+    common.print_machine(f"a full store: {args.pending:,} pending requests")
     asyncio.run(run(args.pending, args.postgres))
 
 

@@ -61,6 +61,7 @@ async def _escalate(core: Core, row: RequestRow, ref: str) -> None:
             widened = evaluator.Group(evaluator.Mode.ANY_OF, (tree, *added))
             request_store.set_policy(tx, row.rid, json.dumps(evaluator.to_dict(widened)))
         escalated = (AuditEvent.ESCALATED, {"target": ref})
-        request_store.add_events(tx, row.rid, [escalated, *deliveries.add(tx, current, planned)])
+        events = [escalated, *deliveries.add(tx, current, planned)]
+        request_store.add_events(tx, row.rid, events, row.project_id)
 
     await core.db.write_for(row.rid, add)
